@@ -1,0 +1,9 @@
+// Sub-command entry points. Each takes argv starting at the command name.
+#pragma once
+
+namespace locr::app {
+
+int cmd_generate(int argc, char** argv);
+int cmd_dump(int argc, char** argv);
+
+}  // namespace locr::app

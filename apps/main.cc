@@ -1,0 +1,39 @@
+// The `locr` command: dispatches to sub-commands (see apps/commands.h).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "apps/commands.h"
+#include "core/error.h"
+
+namespace {
+void usage() {
+  std::fprintf(stderr,
+               "usage: locr <command> [options]\n\n"
+               "commands:\n"
+               "  generate   run the model on a prompt and/or images, print the generated text\n"
+               "  dump       write input ids, hidden states, logits and greedy ids to safetensors\n"
+               "  version    print the version\n\n"
+               "Run `locr <command> --help` for a command's options.\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "version" || cmd == "--version") {
+      std::printf("locr %s\n", LOCR_VERSION_STRING);
+      return 0;
+    }
+  } catch (const locr::Error& e) {
+    std::fprintf(stderr, "locr %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "locr: unknown command '%s'\n", cmd.c_str());
+  usage();
+  return 2;
+}

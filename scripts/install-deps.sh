@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages locr builds and tests with.
+set -euo pipefail
+if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+PKGS=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
+  libpoppler-cpp-dev
+  libgtest-dev libbenchmark-dev
+  python3
+)
+missing=()
+for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

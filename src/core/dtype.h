@@ -1,0 +1,41 @@
+// Element types and scalar conversions (bf16/f16 <-> f32), portable (no ISA assumptions).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace locr {
+
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // safetensors spelling: "F32", "BF16", ...
+// Parses a safetensors dtype string; returns false if unknown.
+bool parse_dtype(std::string_view s, DType* out);
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even, NaN preserved (as torch does).
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+// Converts n elements of type t at src to f32.
+void convert_to_f32(DType t, const void* src, float* dst, size_t n);
+
+}  // namespace locr

@@ -1,0 +1,54 @@
+// A fork-join thread pool: parallel_for splits [0, n) into chunks run by persistent workers.
+//
+// The calling thread takes part in the work, so a pool of N threads starts N-1 workers and never
+// oversubscribes. Not a task scheduler: one parallel_for runs at a time per pool.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace locr {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(begin, end) over chunks covering [0, n). `grain` is the smallest chunk size.
+  // fn receives also the index of the thread running it (0..size()-1) for scratch buffers.
+  void parallel_for(int64_t n, int64_t grain,
+                    const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
+
+  // Process-wide pool used by kernels; configured once by the frontend (--threads).
+  static ThreadPool& global();
+  static void set_global_threads(int n);
+  // Number of physical cores (falls back to hardware_concurrency).
+  static int default_threads();
+
+ private:
+  void worker_loop(int index);
+  void run_chunks(int thread);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_start_, cv_done_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  // Current job.
+  const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
+  int64_t n_ = 0, chunk_ = 1;
+  std::atomic<int64_t> next_{0};
+};
+
+}  // namespace locr

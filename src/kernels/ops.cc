@@ -1,0 +1,40 @@
+#include "kernels/ops.h"
+
+#include "core/error.h"
+#include "kernels/ref/ref_ops.h"
+
+namespace locr::kernels {
+
+Matrix Matrix::from_tensor(const Tensor& t) {
+  Matrix m;
+  m.dtype = t.dtype();
+  LOCR_CHECK(t.ndim() == 1 || t.ndim() == 2, "Matrix from tensor of shape ", t.shape_str());
+  m.rows = t.ndim() == 1 ? 1 : t.dim(0);
+  m.cols = t.ndim() == 1 ? t.dim(0) : t.dim(1);
+  m.data = t.raw();
+  // Tensor keeps its holder private; copy the tensor into the holder to keep the storage alive.
+  m.holder = std::make_shared<Tensor>(t);
+  return m;
+}
+
+float Matrix::at(int64_t r, int64_t c) const {
+  const int64_t i = r * cols + c;
+  switch (dtype) {
+    case DType::kF32:
+      return static_cast<const float*>(data)[i];
+    case DType::kBF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kF16:
+      return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    default:
+      LOCR_CHECK(false, "unsupported weight dtype ", dtype_name(dtype));
+  }
+  return 0;
+}
+
+std::unique_ptr<Ops> make_ops(const std::string& backend) {
+  if (backend == "ref") return make_ref_ops();
+  fail(ErrorKind::kInvalidArgument, "unknown kernel backend '", backend, "' (available: ref)");
+}
+
+}  // namespace locr::kernels

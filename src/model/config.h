@@ -1,0 +1,71 @@
+// Model configuration parsed from a Hugging Face `config.json`, in either form:
+//   hub / vLLM form:         model_type "mistral3", image_token_id
+//   transformers form:       model_type "lighton_ocr", image_token_index
+// Field names keep the HF spelling. Validated once at load; the model code trusts it afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace locr::model {
+
+struct TextConfig {
+  int hidden_size = 1024;
+  int intermediate_size = 3072;
+  int num_hidden_layers = 28;
+  int num_attention_heads = 16;
+  int num_key_value_heads = 8;
+  int head_dim = 128;
+  int vocab_size = 151936;
+  float rms_norm_eps = 1e-6f;
+  double rope_theta = 1e6;
+  int max_position_embeddings = 16384;
+  bool tie_word_embeddings = true;
+};
+
+struct VisionConfig {
+  int hidden_size = 1024;
+  int intermediate_size = 4096;
+  int num_hidden_layers = 24;
+  int num_attention_heads = 16;
+  int head_dim = 64;
+  int patch_size = 14;
+  int image_size = 1540;
+  int num_channels = 3;
+  double rope_theta = 10000.0;
+  float norm_eps = 1e-5f;  // hard-coded in Pixtral, not in config.json
+};
+
+struct ModelConfig {
+  std::string model_type;  // as written in config.json
+  TextConfig text;
+  VisionConfig vision;
+  int image_token_id = 151655;
+  int spatial_merge_size = 2;
+  std::string projector_hidden_act = "gelu";
+  bool multimodal_projector_bias = false;
+  float projector_norm_eps = 1e-6f;  // HF uses text_config.rms_norm_eps
+
+  static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
+  static ModelConfig from_file(const std::string& path);
+};
+
+// Generation defaults from generation_config.json.
+struct GenerationConfig {
+  std::vector<int> eos_token_ids;  // any of these stops generation
+  int bos_token_id = -1;
+  int pad_token_id = -1;
+  bool do_sample = false;
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float repetition_penalty = 1.0f;
+  int max_new_tokens = -1;
+
+  static GenerationConfig from_json(const nlohmann::json& j);
+};
+
+}  // namespace locr::model

@@ -1,0 +1,37 @@
+// Byte-level BPE tokenizer loaded from a Hugging Face `tokenizer.json` (Qwen2 style):
+// NFC normalisation, Qwen2's pre-tokenizer regex, byte-level alphabet, ranked merges,
+// added/special tokens matched before BPE. Mirrors the Python `tokenizers` library.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace locr::model {
+
+class Tokenizer {
+ public:
+  // Parses tokenizer.json text. Throws locr::Error with a clear message on malformed input.
+  static std::unique_ptr<Tokenizer> from_json(const std::string& tokenizer_json);
+  static std::unique_ptr<Tokenizer> from_file(const std::string& path);
+  virtual ~Tokenizer() = default;
+
+  // Text -> ids. Added/special tokens in the text are recognised (as `tokenizers` does with
+  // add_special_tokens=False; Qwen adds no BOS).
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // Ids -> UTF-8 text. skip_special drops special added tokens. Invalid UTF-8 from partial byte
+  // sequences is replaced with U+FFFD, as `tokenizers` does.
+  virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
+  // Raw bytes of one token (byte-level decoded, special tokens as their content). Used by
+  // incremental detokenisation, which must hold back incomplete UTF-8 itself.
+  virtual std::string token_bytes(int32_t id) const = 0;
+  virtual bool is_special(int32_t id) const = 0;
+  // Id of a token string (regular or added), or -1.
+  virtual int32_t token_to_id(std::string_view token) const = 0;
+  // Largest id + 1 over vocabulary and added tokens.
+  virtual int32_t vocab_size() const = 0;
+};
+
+}  // namespace locr::model

@@ -1,0 +1,36 @@
+// Token sampling from a logits row: greedy, temperature, top-k, top-p, min-p, with a per-request
+// seeded generator so a given seed reproduces the same tokens.
+//
+// No full sort of the vocabulary: candidates are narrowed with partial selection (nth_element over
+// the top-k, or over a growing prefix for top-p) before any ordering.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace locr::runtime {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy
+  float top_p = 1.0f;        // 1 = off
+  int top_k = 0;             // 0 or -1 = off
+  float min_p = 0.0f;        // 0 = off
+  uint64_t seed = 0;
+  bool has_seed = false;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& p);
+  // Returns the chosen token id. `logits` may be modified (scaled) in place.
+  int32_t sample(float* logits, int64_t vocab);
+  static int32_t argmax(const float* logits, int64_t vocab);
+
+ private:
+  SamplingParams p_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> idx_;
+};
+
+}  // namespace locr::runtime
