@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   try {
+    if (cmd == "generate") return locr::app::cmd_generate(argc - 1, argv + 1);
+    if (cmd == "dump") return locr::app::cmd_dump(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);
       return 0;

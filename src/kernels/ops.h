@@ -42,6 +42,14 @@ struct AttentionParams {
   float scale = 1.0f;
   bool causal = false;       // query i sits at position q_offset + i; sees keys j <= q_offset + i
   int64_t q_offset = 0;
+  // Paged KV: when block_table is set, key/value row j lives at row
+  // block_table[j / block_size] * block_size + j % block_size of the k/v pools.
+  const int32_t* block_table = nullptr;
+  int64_t block_size = 0;
+
+  int64_t kv_row(int64_t j) const {
+    return block_table ? static_cast<int64_t>(block_table[j / block_size]) * block_size + j % block_size : j;
+  }
 };
 
 class Ops {

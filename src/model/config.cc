@@ -47,7 +47,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   read_field(t, "num_attention_heads", &tc.num_attention_heads, tw);
   tc.num_key_value_heads = tc.num_attention_heads;
   read_field(t, "num_key_value_heads", &tc.num_key_value_heads, tw);
-  tc.head_dim = tc.hidden_size / tc.num_attention_heads;
+  tc.head_dim = tc.num_attention_heads > 0 ? tc.hidden_size / tc.num_attention_heads : 0;
   read_field(t, "head_dim", &tc.head_dim, tw);
   read_field(t, "vocab_size", &tc.vocab_size, tw);
   read_field(t, "rms_norm_eps", &tc.rms_norm_eps, tw);
@@ -81,8 +81,9 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   read_field(v, "intermediate_size", &vc.intermediate_size, vw);
   read_field(v, "num_hidden_layers", &vc.num_hidden_layers, vw);
   read_field(v, "num_attention_heads", &vc.num_attention_heads, vw);
-  vc.head_dim = vc.hidden_size / vc.num_attention_heads;
-  read_field(v, "head_dim", &vc.head_dim, vw);
+  // transformers' Pixtral derives head_dim from hidden_size / num_attention_heads and ignores a
+  // configured value; do the same.
+  vc.head_dim = vc.num_attention_heads > 0 ? vc.hidden_size / vc.num_attention_heads : 0;
   read_field(v, "patch_size", &vc.patch_size, vw);
   read_field(v, "image_size", &vc.image_size, vw);
   read_field(v, "num_channels", &vc.num_channels, vw);

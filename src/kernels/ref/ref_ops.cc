@@ -93,7 +93,7 @@ class RefOps final : public Ops {
         const int64_t n_visible = p.causal ? std::min(p.n_kv, p.q_offset + i + 1) : p.n_kv;
         double mx = -INFINITY;
         for (int64_t j = 0; j < n_visible; ++j) {
-          const float* kj = k + j * p.kv_stride + kh * p.head_dim;
+          const float* kj = k + p.kv_row(j) * p.kv_stride + kh * p.head_dim;
           double s = 0;
           for (int64_t d = 0; d < p.head_dim; ++d) s += static_cast<double>(qi[d]) * kj[d];
           scores[j] = s * p.scale;
@@ -106,7 +106,7 @@ class RefOps final : public Ops {
         }
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < n_visible; ++j) {
-          const float* vj = v + j * p.kv_stride + kh * p.head_dim;
+          const float* vj = v + p.kv_row(j) * p.kv_stride + kh * p.head_dim;
           const double wgt = scores[j] / sum;
           for (int64_t d = 0; d < p.head_dim; ++d) acc[d] += wgt * vj[d];
         }

@@ -1,0 +1,49 @@
+// A small command-line parser shared by the sub-commands: `--name value`, `--name=value`,
+// repeatable options, boolean flags (`--x` / `--no-x`), positional arguments, generated --help.
+// Unknown options are an error naming the option; a missing value names the option too.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace locr::app {
+
+class Args {
+ public:
+  Args(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}
+
+  // Declarations (before parse).
+  void option(const std::string& name, const std::string& help, const std::string& metavar = "VALUE");
+  void repeated(const std::string& name, const std::string& help, const std::string& metavar = "VALUE");
+  void flag(const std::string& name, const std::string& help);
+  void positional(const std::string& name, const std::string& help, bool required = true);
+
+  // Parses argv (argv[0] = the command name). Returns false if --help was printed.
+  // Throws locr::Error(kInvalidArgument) on bad usage.
+  bool parse(int argc, char** argv);
+
+  bool has(const std::string& name) const;
+  std::string get(const std::string& name, const std::string& def = "") const;
+  std::optional<std::string> maybe(const std::string& name) const;
+  int get_int(const std::string& name, int def) const;
+  double get_double(const std::string& name, double def) const;
+  bool get_flag(const std::string& name, bool def = false) const;
+  std::vector<std::string> get_all(const std::string& name) const;
+  std::string help() const;
+
+ private:
+  struct Spec {
+    std::string help, metavar;
+    bool is_flag = false, is_repeated = false;
+  };
+  std::string command_, summary_;
+  std::map<std::string, Spec> specs_;
+  std::vector<std::string> spec_order_;
+  std::vector<std::pair<std::string, bool>> positional_names_;
+  std::vector<std::pair<std::string, std::string>> positional_help_;
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+}  // namespace locr::app

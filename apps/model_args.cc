@@ -1,0 +1,65 @@
+#include "apps/model_args.h"
+
+#include "core/thread_pool.h"
+#include "io/image.h"
+
+namespace locr::app {
+
+void add_model_options(Args& a) {
+  a.option("model", "Hugging Face model directory (config.json, model.safetensors, tokenizer.json, ...)", "DIR");
+  a.option("threads", "worker threads (default: physical cores)", "N");
+  a.option("backend", "kernel backend: ref (default)", "NAME");
+  a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
+  a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
+}
+
+void add_prompt_options(Args& a) {
+  a.option("prompt", "user text (with images: sent after them)", "TEXT");
+  a.option("system", "system message", "TEXT");
+  a.repeated("image", "image file (PNG, JPEG, WebP, BMP, GIF, TIFF)", "FILE");
+  a.option("max-tokens", "maximum number of generated tokens", "N");
+}
+
+void add_sampling_options(Args& a) {
+  a.option("temperature", "sampling temperature; 0 = greedy (default from generation_config.json)", "T");
+  a.option("top-p", "nucleus sampling mass (default from generation_config.json)", "P");
+  a.option("top-k", "keep the K most likely tokens; 0 = off", "K");
+  a.option("seed", "random seed for reproducible sampling", "S");
+}
+
+std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
+  if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
+  ThreadPool::set_global_threads(a.get_int("threads", 0));
+  model::LoadOptions lo;
+  lo.backend = a.get("backend", "ref");
+  lo.chat_template_file = a.get("chat-template");
+  lo.image_align = a.get_int("image-align", 28);
+  return model::LightOnOcr::load(a.get("model"), lo);
+}
+
+model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {
+  std::vector<io::Image> images;
+  for (const auto& path : a.get_all("image")) images.push_back(io::load_image(path));
+  const auto prompt = a.maybe("prompt");
+  const auto system = a.maybe("system");
+  if (!prompt && images.empty()) fail(ErrorKind::kInvalidArgument, "give --prompt TEXT and/or --image FILE");
+  const auto messages = model::LightOnOcr::make_messages(system ? &*system : nullptr, prompt ? &*prompt : nullptr,
+                                                         static_cast<int>(images.size()));
+  return m.build_prompt(messages, images);
+}
+
+runtime::SamplingParams sampling_from_args(const Args& a, const model::GenerationConfig& g) {
+  runtime::SamplingParams s = runtime::default_sampling(g);
+  s.temperature = static_cast<float>(a.get_double("temperature", s.temperature));
+  s.top_p = static_cast<float>(a.get_double("top-p", s.top_p));
+  s.top_k = a.get_int("top-k", s.top_k);
+  if (a.has("seed")) {
+    s.seed = static_cast<uint64_t>(std::stoull(a.get("seed")));
+    s.has_seed = true;
+  }
+  if (s.temperature < 0) fail(ErrorKind::kInvalidArgument, "--temperature must be >= 0");
+  if (s.top_p <= 0 || s.top_p > 1) fail(ErrorKind::kInvalidArgument, "--top-p must be in (0, 1]");
+  return s;
+}
+
+}  // namespace locr::app

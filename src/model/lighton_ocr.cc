@@ -1,0 +1,177 @@
+#include "model/lighton_ocr.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "io/file.h"
+
+namespace locr::model {
+
+using nlohmann::json;
+
+namespace {
+
+json read_json_file(const std::string& path) {
+  try {
+    return json::parse(io::read_file(path));
+  } catch (const json::exception& e) {
+    fail(ErrorKind::kInvalidArgument, "invalid JSON in ", path, ": ", e.what());
+  }
+}
+
+// tokenizer_config.json tokens may be strings or {"content": ...} objects.
+json token_string(const json& v) {
+  if (v.is_string()) return v;
+  if (v.is_object() && v.contains("content")) return v["content"];
+  return nullptr;
+}
+
+}  // namespace
+
+ProcessorConfig load_processor_config(const std::string& dir, int align) {
+  ProcessorConfig pc;
+  if (align != 14 && align != 28)
+    fail(ErrorKind::kInvalidArgument, "--image-align must be 14 or 28, got ", align);
+  pc.align = align;
+  for (const char* name : {"preprocessor_config.json", "processor_config.json"}) {
+    const std::string path = io::join_path(dir, name);
+    if (!io::file_exists(path)) continue;
+    json j = read_json_file(path);
+    // processor_config.json may nest the image processor's settings.
+    const json& ip = j.contains("image_processor") && j["image_processor"].is_object() ? j["image_processor"] : j;
+    if (ip.contains("size") && ip["size"].is_object() && ip["size"].contains("longest_edge"))
+      pc.longest_edge = ip["size"]["longest_edge"].get<int>();
+    if (ip.contains("patch_size")) {
+      const json& p = ip["patch_size"];
+      pc.patch_size = p.is_object() ? p.value("height", 14) : p.get<int>();
+    }
+    if (ip.contains("image_mean") && ip["image_mean"].size() == 3)
+      for (int c = 0; c < 3; ++c) pc.image_mean[c] = ip["image_mean"][c].get<float>();
+    if (ip.contains("image_std") && ip["image_std"].size() == 3)
+      for (int c = 0; c < 3; ++c) pc.image_std[c] = ip["image_std"][c].get<float>();
+    if (ip.contains("rescale_factor")) pc.rescale_factor = ip["rescale_factor"].get<float>();
+    break;
+  }
+  return pc;
+}
+
+std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadOptions& opts) {
+  if (!io::is_directory(dir))
+    fail(ErrorKind::kNotFound, "model directory not found: ", dir,
+         " (download one, e.g. lightonai/LightOnOCR-2-1B, and pass its path)");
+  std::unique_ptr<LightOnOcr> m(new LightOnOcr());
+  m->config_ = ModelConfig::from_file(io::join_path(dir, "config.json"));
+  const std::string gen_path = io::join_path(dir, "generation_config.json");
+  if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json_file(gen_path));
+  m->proc_config_ = load_processor_config(dir, opts.image_align);
+  if (m->proc_config_.patch_size != m->config_.vision.patch_size)
+    fail(ErrorKind::kInvalidArgument, "processor patch_size ", m->proc_config_.patch_size,
+         " differs from the vision encoder's ", m->config_.vision.patch_size);
+
+  m->tokenizer_ = Tokenizer::from_file(io::join_path(dir, "tokenizer.json"));
+  const std::string tc_path = io::join_path(dir, "tokenizer_config.json");
+  json tok_cfg = io::file_exists(tc_path) ? read_json_file(tc_path) : json::object();
+  for (const char* k : {"bos_token", "eos_token", "pad_token", "unk_token"})
+    if (tok_cfg.contains(k)) m->template_vars_[k] = token_string(tok_cfg[k]);
+  if (m->gen_config_.eos_token_ids.empty() && tok_cfg.contains("eos_token")) {
+    const json e = token_string(tok_cfg["eos_token"]);
+    if (e.is_string()) {
+      const int32_t id = m->tokenizer_->token_to_id(e.get<std::string>());
+      if (id >= 0) m->gen_config_.eos_token_ids.push_back(id);
+    }
+  }
+  const std::string tmpl = opts.chat_template_file.empty() ? load_chat_template_source(dir)
+                                                           : io::read_file(opts.chat_template_file);
+  m->template_ = ChatTemplate::parse(tmpl);
+
+  m->tensors_ = io::SafetensorsSet::open_dir(dir);
+  m->weights_ = load_weights(m->tensors_, m->config_);
+  m->ops_ = kernels::make_ops(opts.backend);
+  m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->weights_.text, *m->ops_);
+  m->encoder_ = std::make_unique<VisionEncoder>(m->config_.vision, m->weights_.vision, *m->ops_);
+  m->projector_ = std::make_unique<Projector>(m->config_, m->weights_.projector, *m->ops_);
+  return m;
+}
+
+json LightOnOcr::make_messages(const std::string* system, const std::string* prompt, int n_images) {
+  json messages = json::array();
+  if (system) messages.push_back({{"role", "system"}, {"content", *system}});
+  if (n_images == 0) {
+    messages.push_back({{"role", "user"}, {"content", prompt ? *prompt : std::string()}});
+  } else {
+    json content = json::array();
+    for (int i = 0; i < n_images; ++i) content.push_back({{"type", "image"}});
+    if (prompt) content.push_back({{"type", "text"}, {"text", *prompt}});
+    messages.push_back({{"role", "user"}, {"content", content}});
+  }
+  return messages;
+}
+
+Prompt LightOnOcr::build_prompt(const json& messages, const std::vector<io::Image>& images) const {
+  Prompt p;
+  json ctx = template_vars_;
+  ctx["messages"] = messages;
+  ctx["add_generation_prompt"] = true;
+  p.text = template_->render(ctx);
+  const std::vector<int32_t> ids = tokenizer_->encode(p.text);
+  const int32_t image_id = config_.image_token_id;
+  size_t n_pads = 0;
+  for (int32_t id : ids) n_pads += id == image_id;
+  if (n_pads != images.size())
+    fail(ErrorKind::kInvalidArgument, "the prompt has ", n_pads, " image placeholder(s) but ", images.size(),
+         " image(s) were given");
+  size_t next = 0;
+  for (int32_t id : ids) {
+    if (id != image_id) {
+      p.ids.push_back(id);
+      continue;
+    }
+    p.images.push_back(preprocess(images[next++], proc_config_));
+    // One contiguous run of (H'/28)*(W'/28) image tokens; no row-break or end tokens.
+    const int n = p.images.back().n_image_tokens(config_.spatial_merge_size);
+    p.ids.insert(p.ids.end(), n, image_id);
+  }
+  return p;
+}
+
+std::vector<float> LightOnOcr::vision_patches(const std::vector<ProcessedImage>& images,
+                                              std::vector<ImageGrid>* grids) const {
+  std::vector<float> patches;
+  for (const auto& img : images) {
+    grids->push_back({img.grid_h, img.grid_w});
+    const std::vector<float> p = extract_patches(img, config_.vision.patch_size);
+    patches.insert(patches.end(), p.begin(), p.end());
+  }
+  return patches;
+}
+
+ImageEncoding LightOnOcr::encode_images(const std::vector<ProcessedImage>& images) const {
+  ImageEncoding enc;
+  if (images.empty()) return enc;
+  std::vector<ImageGrid> grids;
+  const std::vector<float> patches = vision_patches(images, &grids);
+  enc.vision_hidden = encoder_->forward(patches.data(), grids);
+  enc.embeds = projector_->forward(enc.vision_hidden, grids);
+  return enc;
+}
+
+Tensor LightOnOcr::embed_prompt(const std::vector<int32_t>& ids, const Tensor* image_embeds) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), H = config_.text.hidden_size;
+  Tensor x = Tensor::empty(DType::kF32, {T, H});
+  decoder_->embed(ids.data(), T, x.data<float>());
+  int64_t next = 0;
+  const int64_t available = image_embeds ? image_embeds->dim(0) : 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (ids[t] != config_.image_token_id) continue;
+    if (next >= available)
+      fail(ErrorKind::kInvalidArgument, "prompt has more image tokens than image features (", available, ")");
+    std::memcpy(x.data<float>() + t * H, image_embeds->data<float>() + next * H, H * sizeof(float));
+    ++next;
+  }
+  if (next != available)
+    fail(ErrorKind::kInvalidArgument, "image features (", available, ") and image tokens (", next, ") do not match");
+  return x;
+}
+
+}  // namespace locr::model

@@ -1,0 +1,90 @@
+// LightOnOCR: the whole model loaded from a Hugging Face model directory — config, weights,
+// tokenizer, chat template, generation and processor configs — and the steps that turn a chat
+// request into decoder input: prompt rendering and tokenisation with image-token expansion,
+// image encoding (Pixtral + projector) and the embedding merge.
+//
+// Not here: scheduling, KV cache management across requests, sampling (runtime/).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/image.h"
+#include "io/safetensors.h"
+#include "kernels/ops.h"
+#include "model/chat_template.h"
+#include "model/config.h"
+#include "model/processor.h"
+#include "model/text_decoder.h"
+#include "model/tokenizer.h"
+#include "model/vision_encoder.h"
+#include "model/weights.h"
+
+namespace locr::model {
+
+struct LoadOptions {
+  std::string backend = "ref";      // kernel backend (kernels::make_ops)
+  std::string chat_template_file;   // overrides the model's template when set
+  int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
+};
+
+// A tokenised prompt with its preprocessed images, in prompt order.
+struct Prompt {
+  std::vector<int32_t> ids;
+  std::vector<ProcessedImage> images;
+  std::string text;  // the rendered template (before image-token expansion)
+};
+
+struct ImageEncoding {
+  Tensor vision_hidden;  // [sum n_patches, vision hidden]
+  Tensor embeds;         // [n image tokens, text hidden]
+};
+
+class LightOnOcr {
+ public:
+  static std::unique_ptr<LightOnOcr> load(const std::string& dir, const LoadOptions& opts = {});
+
+  const ModelConfig& config() const { return config_; }
+  const GenerationConfig& generation_config() const { return gen_config_; }
+  const ProcessorConfig& processor_config() const { return proc_config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ChatTemplate& chat_template() const { return *template_; }
+  kernels::Ops& ops() { return *ops_; }
+  const TextDecoder& decoder() const { return *decoder_; }
+  const VisionEncoder& encoder() const { return *encoder_; }
+  const Projector& projector() const { return *projector_; }
+
+  // Messages in OpenAI/transformers form ({role, content: string | [{type: text|image|image_url}]});
+  // `images` are the decoded images referenced by the image parts, in order.
+  Prompt build_prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const;
+  // Convenience for the CLI: optional system text, images first then the prompt text.
+  static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);
+
+  ImageEncoding encode_images(const std::vector<ProcessedImage>& images) const;
+  // The encoder's input for `images`: patches [sum n_patches, 3*p*p] and their grids.
+  std::vector<float> vision_patches(const std::vector<ProcessedImage>& images, std::vector<ImageGrid>* grids) const;
+  // [T, hidden] embeddings of `ids` with image embedding rows written at the image-token positions.
+  Tensor embed_prompt(const std::vector<int32_t>& ids, const Tensor* image_embeds) const;
+
+ private:
+  LightOnOcr() = default;
+  ModelConfig config_;
+  GenerationConfig gen_config_;
+  ProcessorConfig proc_config_;
+  io::SafetensorsSet tensors_;
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> template_;
+  std::unique_ptr<kernels::Ops> ops_;
+  std::unique_ptr<TextDecoder> decoder_;
+  std::unique_ptr<VisionEncoder> encoder_;
+  std::unique_ptr<Projector> projector_;
+  nlohmann::json template_vars_;  // bos_token, eos_token, ... from tokenizer_config.json
+};
+
+ProcessorConfig load_processor_config(const std::string& dir, int align);
+
+}  // namespace locr::model

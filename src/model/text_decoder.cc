@@ -1,0 +1,124 @@
+#include "model/text_decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "model/rope.h"
+
+namespace locr::model {
+
+KvPool::KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size)
+    : n_blocks_(n_blocks), block_size_(block_size),
+      width_(static_cast<int64_t>(cfg.num_key_value_heads) * cfg.head_dim) {
+  for (int i = 0; i < cfg.num_hidden_layers; ++i) {
+    k_.push_back(Tensor::empty(DType::kF32, {n_blocks * block_size, width_}));
+    v_.push_back(Tensor::empty(DType::kF32, {n_blocks * block_size, width_}));
+  }
+}
+
+int64_t KvPool::bytes_per_block(const TextConfig& cfg, int block_size) {
+  return 2LL * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * cfg.head_dim * sizeof(float);
+}
+
+KvCache::KvCache(const TextConfig& cfg, int64_t capacity, int block_size)
+    : capacity_(capacity), pool_(cfg, (capacity + block_size - 1) / block_size, block_size) {
+  table_.resize(pool_.n_blocks());
+  std::iota(table_.begin(), table_.end(), 0);
+}
+
+void TextDecoder::embed(const int32_t* ids, int64_t n, float* out) const { ops_.embed(w_.embed_tokens, ids, n, out); }
+
+void TextDecoder::forward(float* x, int64_t T, KvCache& cache,
+                          const std::function<void(int, const float*)>& on_hidden) const {
+  LOCR_CHECK(cache.size() + T <= cache.capacity(), "KV cache overflow: ", cache.size() + T, " > ", cache.capacity());
+  forward(x, {SeqStep{cache.size(), T, cache.table()}}, cache.pool(), on_hidden);
+  cache.set_size(cache.size() + T);
+}
+
+void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv,
+                          const std::function<void(int, const float*)>& on_hidden) const {
+  const int64_t H = cfg_.hidden_size, hd = cfg_.head_dim;
+  const int64_t nq = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads;
+  const int64_t qw = nq * hd, kvw = nkv * hd, I = cfg_.intermediate_size;
+  const int64_t bs = kv.block_size();
+  int64_t R = 0;
+  for (const auto& s : seqs) R += s.n_new;
+
+  // RoPE angles per row, at each sequence's own positions.
+  std::vector<float> cos(R * hd / 2), sin(R * hd / 2);
+  {
+    int64_t row = 0;
+    for (const auto& s : seqs) {
+      const RopeTable t = text_rope(cfg_.rope_theta, static_cast<int>(hd), s.pos0, s.n_new);
+      std::copy(t.cos.begin(), t.cos.end(), cos.begin() + row * hd / 2);
+      std::copy(t.sin.begin(), t.sin.end(), sin.begin() + row * hd / 2);
+      row += s.n_new;
+    }
+  }
+  Tensor h = Tensor::empty(DType::kF32, {R, H});       // normed input
+  Tensor q = Tensor::empty(DType::kF32, {R, qw});      // queries
+  Tensor k = Tensor::empty(DType::kF32, {R, kvw});     // new keys
+  Tensor v = Tensor::empty(DType::kF32, {R, kvw});     // new values
+  Tensor attn = Tensor::empty(DType::kF32, {R, qw});   // attention output
+  Tensor o = Tensor::empty(DType::kF32, {R, H});       // projections back to hidden
+  Tensor gate = Tensor::empty(DType::kF32, {R, I});
+  Tensor up = Tensor::empty(DType::kF32, {R, I});
+
+  if (on_hidden) on_hidden(0, x);
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    const TextLayerWeights& L = w_.layers[l];
+    ops_.rms_norm(x, L.input_layernorm, cfg_.rms_norm_eps, R, H, h.data<float>());
+    ops_.matmul(h.data<float>(), R, L.q_proj, q.data<float>());
+    ops_.matmul(h.data<float>(), R, L.k_proj, k.data<float>());
+    ops_.matmul(h.data<float>(), R, L.v_proj, v.data<float>());
+    ops_.rms_norm(q.data<float>(), L.q_norm, cfg_.rms_norm_eps, R * nq, hd, q.data<float>());
+    ops_.rms_norm(k.data<float>(), L.k_norm, cfg_.rms_norm_eps, R * nkv, hd, k.data<float>());
+    ops_.rope(q.data<float>(), R, nq, hd, qw, cos.data(), sin.data());
+    ops_.rope(k.data<float>(), R, nkv, hd, kvw, cos.data(), sin.data());
+
+    int64_t row = 0;
+    for (const auto& s : seqs) {
+      // Write the new keys/values into their paged slots.
+      for (int64_t i = 0; i < s.n_new; ++i) {
+        const int64_t pos = s.pos0 + i;
+        const int64_t slot = static_cast<int64_t>(s.block_table[pos / bs]) * bs + pos % bs;
+        std::memcpy(kv.k(l) + slot * kvw, k.data<float>() + (row + i) * kvw, kvw * sizeof(float));
+        std::memcpy(kv.v(l) + slot * kvw, v.data<float>() + (row + i) * kvw, kvw * sizeof(float));
+      }
+      kernels::AttentionParams ap;
+      ap.n_q = s.n_new;
+      ap.n_kv = s.pos0 + s.n_new;
+      ap.n_heads = nq;
+      ap.n_kv_heads = nkv;
+      ap.head_dim = hd;
+      ap.q_stride = qw;
+      ap.kv_stride = kvw;
+      ap.out_stride = qw;
+      ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      ap.causal = true;
+      ap.q_offset = s.pos0;
+      ap.block_table = s.block_table;
+      ap.block_size = bs;
+      ops_.attention(q.data<float>() + row * qw, kv.k(l), kv.v(l), attn.data<float>() + row * qw, ap);
+      row += s.n_new;
+    }
+    ops_.matmul(attn.data<float>(), R, L.o_proj, o.data<float>());
+    ops_.add(x, o.data<float>(), R * H);
+
+    ops_.rms_norm(x, L.post_attention_layernorm, cfg_.rms_norm_eps, R, H, h.data<float>());
+    ops_.matmul(h.data<float>(), R, L.gate_proj, gate.data<float>());
+    ops_.matmul(h.data<float>(), R, L.up_proj, up.data<float>());
+    ops_.silu_mul(gate.data<float>(), up.data<float>(), gate.data<float>(), R * I);
+    ops_.matmul(gate.data<float>(), R, L.down_proj, o.data<float>());
+    ops_.add(x, o.data<float>(), R * H);
+    // transformers records layer outputs 1..L-1; the last entry is the final-normed state.
+    if (on_hidden && l + 1 < cfg_.num_hidden_layers) on_hidden(l + 1, x);
+  }
+  ops_.rms_norm(x, w_.norm, cfg_.rms_norm_eps, R, H, x);
+  if (on_hidden) on_hidden(cfg_.num_hidden_layers, x);
+}
+
+void TextDecoder::logits(const float* h, int64_t n, float* out) const { ops_.matmul(h, n, w_.lm_head, out); }
+
+}  // namespace locr::model

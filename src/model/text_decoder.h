@@ -1,0 +1,93 @@
+// The Qwen3 text decoder (mirrors transformers' models/qwen3/modeling_qwen3.py):
+//   x = embeddings
+//   per layer: h = RMSNorm(x); q,k,v = proj(h); q,k = per-head RMSNorm; RoPE(q,k);
+//              x += o_proj(causal GQA attention); x += down(silu(gate(RMSNorm(x))) * up(...))
+//   x = RMSNorm(x); logits = x · lm_head^T
+// Runs a chunk of T new positions against a per-sequence KV cache (prefill and decode alike).
+// The paged, multi-sequence cache of the serving engine builds on the same layer code.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/ops.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace locr::model {
+
+// Paged KV storage for all sequences: per layer, a pool of n_blocks * block_size rows of
+// [n_kv_heads * head_dim] keys (post norm, post RoPE) and values. Which rows belong to which
+// sequence is the block table's business (runtime/block_manager.h). Memory is reserved up front
+// and committed by the OS as rows are first written.
+class KvPool {
+ public:
+  KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size);
+  int block_size() const { return block_size_; }
+  int64_t n_blocks() const { return n_blocks_; }
+  int64_t row_width() const { return width_; }
+  float* k(int layer) { return k_[layer].data<float>(); }
+  float* v(int layer) { return v_[layer].data<float>(); }
+  // Bytes per block over all layers (keys and values).
+  static int64_t bytes_per_block(const TextConfig& cfg, int block_size);
+
+ private:
+  int64_t n_blocks_;
+  int block_size_;
+  int64_t width_;
+  std::vector<Tensor> k_, v_;
+};
+
+// One sequence's share of a decoder step: n_new tokens at positions pos0 .. pos0+n_new-1, whose
+// keys/values go to (and whose attention reads) the blocks of `block_table`.
+struct SeqStep {
+  int64_t pos0 = 0;
+  int64_t n_new = 0;
+  const int32_t* block_table = nullptr;
+};
+
+// A single sequence with its own small pool and an identity block table (CLI use).
+class KvCache {
+ public:
+  KvCache(const TextConfig& cfg, int64_t capacity, int block_size = 16);
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return capacity_; }
+  KvPool& pool() { return pool_; }
+  const int32_t* table() const { return table_.data(); }
+  void set_size(int64_t n) { size_ = n; }
+
+ private:
+  int64_t capacity_, size_ = 0;
+  KvPool pool_;
+  std::vector<int32_t> table_;
+};
+
+class TextDecoder {
+ public:
+  TextDecoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
+
+  // One step over several sequences. x: [sum n_new, hidden] input embeddings (rows of the
+  // sequences in order), overwritten with the final-normed hidden states. Linear layers run over
+  // all rows at once; attention per sequence over its paged KV.
+  // If `on_hidden` is set it is called with (i, [rows, hidden]) for i = 0..L as transformers'
+  // output_hidden_states (0 = embeddings, L = after the final norm).
+  void forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv,
+               const std::function<void(int, const float*)>& on_hidden = nullptr) const;
+  // Single-sequence convenience: positions cache.size() .. +T-1; the cache grows by T.
+  void forward(float* x, int64_t T, KvCache& cache,
+               const std::function<void(int, const float*)>& on_hidden = nullptr) const;
+
+  // logits[n, vocab] for n rows of final hidden states.
+  void logits(const float* h, int64_t n, float* out) const;
+
+  void embed(const int32_t* ids, int64_t n, float* out) const;
+
+ private:
+  const TextConfig& cfg_;
+  const TextWeights& w_;
+  kernels::Ops& ops_;
+};
+
+}  // namespace locr::model

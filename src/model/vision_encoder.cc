@@ -1,0 +1,128 @@
+#include "model/vision_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/rope.h"
+
+namespace locr::model {
+
+Tensor VisionEncoder::forward(const float* patches, const std::vector<ImageGrid>& grids) const {
+  VisionState s = begin(patches, grids);
+  run_layers(s, cfg_.num_hidden_layers);
+  return s.x;
+}
+
+VisionState VisionEncoder::begin(const float* patches, const std::vector<ImageGrid>& grids) const {
+  const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim;
+  VisionState s;
+  s.grids = grids;
+  int64_t N = 0;
+  for (const auto& g : grids) N += g.n_patches();
+  // RoPE tables for all rows, image by image (positions restart at (0,0) for each image).
+  s.cos.resize(N * hd / 2);
+  s.sin.resize(N * hd / 2);
+  int64_t off = 0;
+  for (const auto& g : grids) {
+    const RopeTable t = vision_rope(cfg_.rope_theta, static_cast<int>(hd), g.grid_h, g.grid_w);
+    std::copy(t.cos.begin(), t.cos.end(), s.cos.begin() + off * hd / 2);
+    std::copy(t.sin.begin(), t.sin.end(), s.sin.begin() + off * hd / 2);
+    off += g.n_patches();
+  }
+  s.x = Tensor::empty(DType::kF32, {N, V});
+  ops_.matmul(patches, N, w_.patch_conv, s.x.data<float>());
+  ops_.rms_norm(s.x.data<float>(), w_.ln_pre, cfg_.norm_eps, N, V, s.x.data<float>());
+  return s;
+}
+
+void VisionEncoder::run_layers(VisionState& s, int n_layers) const {
+  const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim, nh = cfg_.num_attention_heads;
+  const int64_t A = nh * hd, I = cfg_.intermediate_size;
+  const int64_t N = s.n_patches();
+  const int end = std::min(cfg_.num_hidden_layers, s.next_layer + n_layers);
+  if (s.next_layer >= end) return;
+  float* x = s.x.data<float>();
+  Tensor h = Tensor::empty(DType::kF32, {N, V});
+  Tensor q = Tensor::empty(DType::kF32, {N, A});
+  Tensor k = Tensor::empty(DType::kF32, {N, A});
+  Tensor v = Tensor::empty(DType::kF32, {N, A});
+  Tensor attn = Tensor::empty(DType::kF32, {N, A});
+  Tensor gate = Tensor::empty(DType::kF32, {N, I});
+  Tensor up = Tensor::empty(DType::kF32, {N, I});
+
+  for (int l = s.next_layer; l < end; ++l) {
+    const VisionLayerWeights& L = w_.layers[l];
+    ops_.rms_norm(x, L.attention_norm, cfg_.norm_eps, N, V, h.data<float>());
+    ops_.matmul(h.data<float>(), N, L.q_proj, q.data<float>());
+    ops_.matmul(h.data<float>(), N, L.k_proj, k.data<float>());
+    ops_.matmul(h.data<float>(), N, L.v_proj, v.data<float>());
+    ops_.rope(q.data<float>(), N, nh, hd, A, s.cos.data(), s.sin.data());
+    ops_.rope(k.data<float>(), N, nh, hd, A, s.cos.data(), s.sin.data());
+    int64_t off = 0;
+    for (const auto& g : s.grids) {  // bidirectional attention within each image
+      kernels::AttentionParams ap;
+      ap.n_q = ap.n_kv = g.n_patches();
+      ap.n_heads = ap.n_kv_heads = nh;
+      ap.head_dim = hd;
+      ap.q_stride = ap.kv_stride = ap.out_stride = A;
+      ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      ap.causal = false;
+      ops_.attention(q.data<float>() + off * A, k.data<float>() + off * A, v.data<float>() + off * A,
+                     attn.data<float>() + off * A, ap);
+      off += g.n_patches();
+    }
+    ops_.matmul(attn.data<float>(), N, L.o_proj, h.data<float>());
+    ops_.add(x, h.data<float>(), N * V);
+
+    ops_.rms_norm(x, L.ffn_norm, cfg_.norm_eps, N, V, h.data<float>());
+    ops_.matmul(h.data<float>(), N, L.gate_proj, gate.data<float>());
+    ops_.matmul(h.data<float>(), N, L.up_proj, up.data<float>());
+    ops_.silu_mul(gate.data<float>(), up.data<float>(), gate.data<float>(), N * I);
+    ops_.matmul(gate.data<float>(), N, L.down_proj, h.data<float>());
+    ops_.add(x, h.data<float>(), N * V);
+  }
+  s.next_layer = end;
+}
+
+void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) {
+  const int oh = grid_h / m, ow = grid_w / m;
+  const int64_t mm = static_cast<int64_t>(m) * m;
+  for (int i = 0; i < oh; ++i)
+    for (int j = 0; j < ow; ++j) {
+      float* o = out + (static_cast<int64_t>(i) * ow + j) * d * mm;
+      for (int a = 0; a < m; ++a)
+        for (int b = 0; b < m; ++b) {
+          const float* src = in + (static_cast<int64_t>(m * i + a) * grid_w + (m * j + b)) * d;
+          for (int64_t c = 0; c < d; ++c) o[c * mm + a * m + b] = src[c];
+        }
+    }
+}
+
+Tensor Projector::forward(const Tensor& features, const std::vector<ImageGrid>& grids) const {
+  const int64_t V = cfg_.vision.hidden_size, H = cfg_.text.hidden_size;
+  const int m = cfg_.spatial_merge_size;
+  const int64_t N = features.dim(0);
+  int64_t M = 0;
+  for (const auto& g : grids) M += static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
+
+  Tensor normed = Tensor::empty(DType::kF32, {N, V});
+  ops_.rms_norm(features.data<float>(), w_.norm, cfg_.projector_norm_eps, N, V, normed.data<float>());
+  Tensor merged = Tensor::empty(DType::kF32, {M, V * m * m});
+  int64_t in_off = 0, out_off = 0;
+  for (const auto& g : grids) {
+    patch_merge(normed.data<float>() + in_off * V, g.grid_h, g.grid_w, V, m,
+                merged.data<float>() + out_off * V * m * m);
+    in_off += g.n_patches();
+    out_off += static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
+  }
+  Tensor y = Tensor::empty(DType::kF32, {M, V});
+  ops_.matmul(merged.data<float>(), M, w_.merging_layer, y.data<float>());
+  Tensor z = Tensor::empty(DType::kF32, {M, H});
+  ops_.matmul(y.data<float>(), M, w_.linear_1, z.data<float>());
+  ops_.gelu(z.data<float>(), M * H);
+  Tensor out = Tensor::empty(DType::kF32, {M, H});
+  ops_.matmul(z.data<float>(), M, w_.linear_2, out.data<float>());
+  return out;
+}
+
+}  // namespace locr::model

@@ -1,0 +1,115 @@
+#include "model/weights.h"
+
+#include "core/error.h"
+
+namespace locr::model {
+
+namespace {
+
+class Binder {
+ public:
+  explicit Binder(const io::SafetensorsSet& st) : st_(st) {}
+
+  Matrix get(const std::string& name, std::vector<int64_t> shape) const {
+    if (!st_.has(name))
+      fail(ErrorKind::kNotFound, "checkpoint is missing tensor '", name, "' (expected shape ", shape_to_string(shape),
+           "); is this a LightOnOCR-2 checkpoint, complete and unmodified?");
+    const io::TensorInfo& info = st_.info(name);
+    std::vector<int64_t> got = info.shape;
+    // Accept the conv kernel [out, c, p, p] for a flattened [out, c*p*p] expectation.
+    if (shape.size() == 2 && got.size() == 4 && got[0] == shape[0] && got[1] * got[2] * got[3] == shape[1]) got = shape;
+    if (got != shape)
+      fail(ErrorKind::kInvalidArgument, "tensor '", name, "' has shape ", shape_to_string(info.shape), ", expected ",
+           shape_to_string(shape), " from config.json; the checkpoint and its config do not match");
+    if (info.dtype != DType::kF32 && info.dtype != DType::kBF16 && info.dtype != DType::kF16)
+      fail(ErrorKind::kUnsupported, "tensor '", name, "' has dtype ", dtype_name(info.dtype),
+           "; supported weight dtypes are BF16, F16 and F32");
+    Matrix m = Matrix::from_tensor(st_.get(name).reshape(shape.size() == 1 ? std::vector<int64_t>{shape[0]} : shape));
+    return m;
+  }
+  Matrix vec(const std::string& name, int64_t n) const { return get(name, {n}); }
+  bool has(const std::string& name) const { return st_.has(name); }
+
+ private:
+  const io::SafetensorsSet& st_;
+};
+
+}  // namespace
+
+ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg) {
+  Binder b(st);
+  ModelWeights w;
+  const TextConfig& t = cfg.text;
+  const VisionConfig& v = cfg.vision;
+
+  // Text: model.language_model.* (hub) or model.language_model.model.* (some re-saves).
+  std::string tp = "model.language_model.";
+  if (!b.has(tp + "embed_tokens.weight") && b.has("model.language_model.model.embed_tokens.weight"))
+    tp = "model.language_model.model.";
+  const int64_t H = t.hidden_size, hd = t.head_dim;
+  w.text.embed_tokens = b.get(tp + "embed_tokens.weight", {t.vocab_size, H});
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    const std::string p = tp + "layers." + std::to_string(i) + ".";
+    TextLayerWeights L;
+    L.input_layernorm = b.vec(p + "input_layernorm.weight", H);
+    L.q_proj = b.get(p + "self_attn.q_proj.weight", {t.num_attention_heads * hd, H});
+    L.k_proj = b.get(p + "self_attn.k_proj.weight", {t.num_key_value_heads * hd, H});
+    L.v_proj = b.get(p + "self_attn.v_proj.weight", {t.num_key_value_heads * hd, H});
+    L.o_proj = b.get(p + "self_attn.o_proj.weight", {H, t.num_attention_heads * hd});
+    L.q_norm = b.vec(p + "self_attn.q_norm.weight", hd);
+    L.k_norm = b.vec(p + "self_attn.k_norm.weight", hd);
+    L.post_attention_layernorm = b.vec(p + "post_attention_layernorm.weight", H);
+    L.gate_proj = b.get(p + "mlp.gate_proj.weight", {t.intermediate_size, H});
+    L.up_proj = b.get(p + "mlp.up_proj.weight", {t.intermediate_size, H});
+    L.down_proj = b.get(p + "mlp.down_proj.weight", {H, t.intermediate_size});
+    w.text.layers.push_back(std::move(L));
+  }
+  w.text.norm = b.vec(tp + "norm.weight", H);
+  // A stray lm_head.weight is used when present, even if the config says tied.
+  const char* head_names[] = {"lm_head.weight", "model.language_model.lm_head.weight"};
+  bool found_head = false;
+  for (const char* n : head_names)
+    if (b.has(n)) {
+      w.text.lm_head = b.get(n, {t.vocab_size, H});
+      found_head = true;
+      break;
+    }
+  if (!found_head) {
+    if (!t.tie_word_embeddings)
+      fail(ErrorKind::kNotFound, "checkpoint is missing tensor 'lm_head.weight' (expected shape [", t.vocab_size, ", ",
+           H, "]) and config.json says tie_word_embeddings is false");
+    w.text.lm_head = w.text.embed_tokens;
+  }
+
+  // Vision encoder (Pixtral).
+  const std::string vp = "model.vision_encoder.";
+  const int64_t V = v.hidden_size, p = v.patch_size;
+  w.vision.patch_conv = b.get(vp + "patch_conv.weight", {V, 3 * p * p});
+  w.vision.ln_pre = b.vec(vp + "ln_pre.weight", V);
+  for (int i = 0; i < v.num_hidden_layers; ++i) {
+    const std::string lp = vp + "transformer.layers." + std::to_string(i) + ".";
+    VisionLayerWeights L;
+    L.attention_norm = b.vec(lp + "attention_norm.weight", V);
+    const int64_t A = static_cast<int64_t>(v.num_attention_heads) * v.head_dim;
+    L.q_proj = b.get(lp + "attention.q_proj.weight", {A, V});
+    L.k_proj = b.get(lp + "attention.k_proj.weight", {A, V});
+    L.v_proj = b.get(lp + "attention.v_proj.weight", {A, V});
+    L.o_proj = b.get(lp + "attention.o_proj.weight", {V, A});
+    L.ffn_norm = b.vec(lp + "ffn_norm.weight", V);
+    L.gate_proj = b.get(lp + "feed_forward.gate_proj.weight", {v.intermediate_size, V});
+    L.up_proj = b.get(lp + "feed_forward.up_proj.weight", {v.intermediate_size, V});
+    L.down_proj = b.get(lp + "feed_forward.down_proj.weight", {V, v.intermediate_size});
+    w.vision.layers.push_back(std::move(L));
+  }
+
+  // Projector.
+  const std::string pp = "model.vision_projection.";
+  const int64_t m2 = static_cast<int64_t>(cfg.spatial_merge_size) * cfg.spatial_merge_size;
+  w.projector.norm = b.vec(pp + "norm.weight", V);
+  w.projector.merging_layer = b.get(pp + "patch_merger.merging_layer.weight", {V, V * m2});
+  w.projector.linear_1 = b.get(pp + "linear_1.weight", {H, V});
+  w.projector.linear_2 = b.get(pp + "linear_2.weight", {H, H});
+  return w;
+}
+
+}  // namespace locr::model

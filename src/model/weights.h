@@ -1,0 +1,71 @@
+// Typed weight structs for LightOnOCR, bound by name from a safetensors checkpoint and
+// shape-checked against the config. Weights stay in their checkpoint dtype (memory-mapped);
+// backends may attach packed copies via Ops::prepare.
+//
+// Tensor names (model-spec §9): model.vision_encoder.*, model.vision_projection.*,
+// model.language_model.* (or the re-saved variant model.language_model.model.*), lm_head.weight
+// (optional when word embeddings are tied; used when present).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/ops.h"
+#include "model/config.h"
+
+namespace locr::model {
+
+using kernels::Matrix;
+
+struct TextLayerWeights {
+  Matrix input_layernorm;           // [1, hidden]
+  Matrix q_proj, k_proj, v_proj;    // [heads*hd, hidden], [kv*hd, hidden], [kv*hd, hidden]
+  Matrix o_proj;                    // [hidden, heads*hd]
+  Matrix q_norm, k_norm;            // [1, hd]
+  Matrix post_attention_layernorm;  // [1, hidden]
+  Matrix gate_proj, up_proj;        // [intermediate, hidden]
+  Matrix down_proj;                 // [hidden, intermediate]
+};
+
+struct TextWeights {
+  Matrix embed_tokens;  // [vocab, hidden]
+  std::vector<TextLayerWeights> layers;
+  Matrix norm;     // [1, hidden]
+  Matrix lm_head;  // [vocab, hidden]; the embedding table when tied
+};
+
+struct VisionLayerWeights {
+  Matrix attention_norm;          // [1, hidden]
+  Matrix q_proj, k_proj, v_proj;  // [hidden, hidden]
+  Matrix o_proj;                  // [hidden, hidden]
+  Matrix ffn_norm;                // [1, hidden]
+  Matrix gate_proj, up_proj;      // [intermediate, hidden]
+  Matrix down_proj;               // [hidden, intermediate]
+};
+
+struct VisionWeights {
+  Matrix patch_conv;  // [hidden, 3*p*p]: the conv kernel flattened in (c, ky, kx) order
+  Matrix ln_pre;      // [1, hidden]
+  std::vector<VisionLayerWeights> layers;
+};
+
+struct ProjectorWeights {
+  Matrix norm;           // [1, vision hidden]
+  Matrix merging_layer;  // [vision hidden, 4 * vision hidden]
+  Matrix linear_1;       // [text hidden, vision hidden]
+  Matrix linear_2;       // [text hidden, text hidden]
+};
+
+struct ModelWeights {
+  TextWeights text;
+  VisionWeights vision;
+  ProjectorWeights projector;
+  bool has_vision = true;
+};
+
+// Binds and shape-checks every tensor. Throws Error(kNotFound) naming a missing tensor and
+// Error(kInvalidArgument) naming a wrong shape, with the expected shape in both cases.
+ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg);
+
+}  // namespace locr::model

@@ -1,0 +1,458 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/log.h"
+
+namespace locr::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+struct Engine::Seq {
+  RequestInput in;
+  std::shared_ptr<RequestStream> stream;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  size_t n_prompt = 0;
+  std::vector<int32_t> table;   // KV block table
+  int64_t n_computed = 0;       // tokens whose KV is in the cache
+  std::vector<uint64_t> block_hashes;  // content hashes of the prompt's full blocks
+  int64_t n_published = 0;
+  // Vision.
+  std::unique_ptr<model::VisionState> vision;
+  Tensor image_embeds;          // [n image tokens, hidden] once encoded
+  std::vector<int64_t> image_index;  // per prompt position: row of image_embeds or -1
+  bool vision_done = true;
+  // Sampling.
+  std::unique_ptr<Sampler> sampler;
+  std::unordered_map<int32_t, int> out_counts;
+  // Timing.
+  Clock::time_point t_submit, t_admit, t_last_token;
+  bool admitted = false;
+  bool finished = false;
+  RequestTimes times;
+
+  int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
+};
+
+namespace {
+double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+uint64_t hash_images(const std::vector<model::ProcessedImage>& images) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (const auto& im : images) {
+    h ^= static_cast<uint64_t>(im.height) * 1000003u + static_cast<uint64_t>(im.width);
+    const auto* p = reinterpret_cast<const uint32_t*>(im.pixels.data());
+    for (size_t i = 0; i < im.pixels.size(); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  }
+  return h;
+}
+}  // namespace
+
+Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
+    : model_(model),
+      opts_(opts),
+      blocks_(std::max<int64_t>(1, opts.kv_cache_bytes / model::KvPool::bytes_per_block(model.config().text, opts.block_size)),
+              opts.block_size, opts.enable_prefix_caching),
+      kv_(model.config().text, blocks_.n_blocks(), opts.block_size) {
+  if (opts_.vision_budget <= 0) opts_.vision_budget = 4LL * opts_.max_num_batched_tokens;
+  free_blocks_ = blocks_.n_free();
+  LOCR_INFO("engine: ", blocks_.n_blocks(), " KV blocks of ", opts_.block_size, " tokens (",
+            blocks_.n_blocks() * opts_.block_size, " tokens, ",
+            (blocks_.n_blocks() * model::KvPool::bytes_per_block(model.config().text, opts.block_size)) >> 20,
+            " MiB reserved), max_num_seqs ", opts_.max_num_seqs, ", max_num_batched_tokens ",
+            opts_.max_num_batched_tokens, ", prefix caching ", opts_.enable_prefix_caching ? "on" : "off");
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() { shutdown(false); }
+
+std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
+  auto s = std::make_unique<Seq>();
+  s->stream = std::make_shared<RequestStream>();
+  s->tokens = in.prompt_ids;
+  s->n_prompt = in.prompt_ids.size();
+  s->sampler = std::make_unique<Sampler>(in.sampling);
+  s->t_submit = Clock::now();
+  s->in = std::move(in);
+  auto stream = s->stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      TokenEvent e;
+      e.finished = true;
+      e.finish_reason = "abort";
+      e.error = "the server is shutting down";
+      stream->push(e);
+      return stream;
+    }
+    incoming_.push_back(std::move(s));
+    metrics_.num_waiting.fetch_add(1);
+  }
+  cv_.notify_one();
+  return stream;
+}
+
+void Engine::shutdown(bool drain) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+    drain_ = drain;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (waiting_.empty() && running_.empty())
+        cv_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+      while (!incoming_.empty()) {
+        waiting_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+      }
+      if (stopping_ && (!drain_ || (waiting_.empty() && running_.empty()))) break;
+    }
+    step();
+  }
+  // Abort whatever is left.
+  for (auto& s : running_) finish(*s, "abort");
+  for (auto& s : waiting_) finish(*s, "abort");
+  running_.clear();
+  waiting_.clear();
+}
+
+void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_reason) {
+  s.finished = true;
+  blocks_.release(s.table);
+  s.table.clear();
+  const auto now = Clock::now();
+  s.times.finished_s = secs(s.t_submit, now);
+  s.times.generated_tokens = s.n_generated();
+  s.stream->set_times(s.times);
+  TokenEvent e;
+  e.finished = true;
+  e.finish_reason = reason;
+  e.stop_reason = stop_reason;
+  s.stream->push(std::move(e));
+  metrics_.count_finished(reason);
+  metrics_.e2e.observe(s.times.finished_s);
+  metrics_.gen_len.observe(static_cast<double>(s.n_generated()));
+}
+
+bool Engine::ensure_blocks(Seq& s, int64_t n_tokens) {
+  const int64_t need = blocks_.blocks_for(n_tokens);
+  while (static_cast<int64_t>(s.table.size()) < need) {
+    const int32_t b = blocks_.allocate();
+    if (b < 0) return false;
+    s.table.push_back(b);
+  }
+  return true;
+}
+
+void Engine::preempt(Seq& s) {
+  // Recompute later: drop the KV, keep the tokens (prompt + generated so far) and image embeddings.
+  blocks_.release(s.table);
+  s.table.clear();
+  s.n_computed = 0;
+  s.n_published = 0;
+  metrics_.preemptions.fetch_add(1);
+  LOCR_DEBUG("preempted request ", s.in.request_id, " at ", s.tokens.size(), " tokens");
+}
+
+void Engine::admit_prefix(Seq& s) {
+  if (!blocks_.prefix_caching() || s.n_computed != 0 || !s.table.empty()) return;
+  const int bs = blocks_.block_size();
+  if (s.block_hashes.empty()) {
+    const uint64_t extra = s.in.images.empty() ? 0 : hash_images(s.in.images);
+    uint64_t parent = 0;
+    for (size_t b = 0; (b + 1) * bs <= s.n_prompt; ++b) {
+      parent = BlockManager::chain_hash(parent, s.tokens.data() + b * bs, bs, extra);
+      s.block_hashes.push_back(parent);
+    }
+  }
+  // Always leave at least one prompt token to compute, so the step yields logits.
+  std::vector<uint64_t> usable(s.block_hashes.begin(),
+                               s.block_hashes.begin() + std::min<size_t>(s.block_hashes.size(), (s.n_prompt - 1) / bs));
+  const uint64_t q0 = blocks_.prefix_queries(), h0 = blocks_.prefix_hits();
+  const int64_t reused = blocks_.reuse_prefix(usable, s.table);
+  metrics_.prefix_queries.fetch_add(blocks_.prefix_queries() - q0);
+  metrics_.prefix_hits.fetch_add(blocks_.prefix_hits() - h0);
+  s.n_computed = reused * bs;
+  s.n_published = reused;
+  s.times.cached_tokens = s.n_computed;
+}
+
+void Engine::publish_blocks(Seq& s) {
+  if (!blocks_.prefix_caching()) return;
+  const int bs = blocks_.block_size();
+  while (s.n_published < static_cast<int64_t>(s.block_hashes.size()) && (s.n_published + 1) * bs <= s.n_computed) {
+    blocks_.publish(s.table[s.n_published], s.block_hashes[s.n_published]);
+    ++s.n_published;
+  }
+}
+
+void Engine::run_vision(Seq& s, int64_t budget) {
+  const auto t0 = Clock::now();
+  const auto& enc = model_.encoder();
+  if (!s.vision) {
+    std::vector<model::ImageGrid> grids;
+    const std::vector<float> patches = model_.vision_patches(s.in.images, &grids);
+    s.vision = std::make_unique<model::VisionState>(enc.begin(patches.data(), grids));
+  }
+  const int64_t n = std::max<int64_t>(1, s.vision->n_patches());
+  const int layers = static_cast<int>(std::clamp<int64_t>(budget / n, 1, enc.num_layers()));
+  enc.run_layers(*s.vision, layers);
+  if (enc.done(*s.vision)) {
+    s.image_embeds = model_.projector().forward(s.vision->x, s.vision->grids);
+    s.vision.reset();
+    s.vision_done = true;
+    // Map prompt positions to image embedding rows.
+    s.image_index.assign(s.n_prompt, -1);
+    int64_t next = 0;
+    for (size_t t = 0; t < s.n_prompt; ++t)
+      if (s.tokens[t] == model_.config().image_token_id) s.image_index[t] = next++;
+    LOCR_CHECK(next == s.image_embeds.dim(0), "image tokens ", next, " != features ", s.image_embeds.dim(0));
+  }
+  s.times.vision_s += secs(t0, Clock::now());
+  if (s.vision_done) metrics_.vision_seconds.observe(s.times.vision_s);
+}
+
+void Engine::sample_and_emit(Seq& s, float* logits) {
+  const int64_t V = model_.config().text.vocab_size;
+  const RequestInput& in = s.in;
+  TokenEvent e;
+  // Log-probabilities of the raw model distribution (before penalties and temperature).
+  std::vector<float> raw;
+  float lse = 0;
+  if (in.logprobs >= 0) {
+    raw.assign(logits, logits + V);
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < V; ++i) mx = std::max(mx, logits[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < V; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
+    lse = mx + static_cast<float>(std::log(sum));
+    if (in.logprobs > 0) {
+      const int64_t k = std::min<int64_t>(in.logprobs, V);
+      std::vector<int32_t> idx(V);
+      for (int64_t i = 0; i < V; ++i) idx[i] = static_cast<int32_t>(i);
+      auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+      std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), better);
+      std::sort(idx.begin(), idx.begin() + k, better);
+      for (int64_t i = 0; i < k; ++i) e.top.push_back({idx[i], logits[idx[i]] - lse});
+    }
+  }
+  // Penalties: repetition (transformers' rule over prompt and output), presence/frequency
+  // (OpenAI's rule over the output), and min_tokens holding back EOS.
+  if (in.repetition_penalty != 1.0f) {
+    std::vector<char> seen(V, 0);
+    for (int32_t t : s.tokens)
+      if (t >= 0 && t < V && !seen[t]) {
+        seen[t] = 1;
+        logits[t] = logits[t] > 0 ? logits[t] / in.repetition_penalty : logits[t] * in.repetition_penalty;
+      }
+  }
+  if (in.presence_penalty != 0.0f || in.frequency_penalty != 0.0f)
+    for (const auto& [t, c] : s.out_counts) logits[t] -= in.presence_penalty + in.frequency_penalty * c;
+  if (s.n_generated() < in.min_tokens)
+    for (int32_t t : in.eos_ids)
+      if (t >= 0 && t < V) logits[t] = -INFINITY;
+  const int32_t tok = s.sampler->sample(logits, V);
+  e.token = tok;
+  if (in.logprobs >= 0) e.logprob = raw[tok] - lse;
+  s.tokens.push_back(tok);
+  ++s.out_counts[tok];
+  const auto now = Clock::now();
+  if (s.n_generated() == 1) {
+    s.times.first_token_s = secs(s.t_submit, now);
+    metrics_.ttft.observe(s.times.first_token_s);
+  } else {
+    metrics_.itl.observe(secs(s.t_last_token, now));
+  }
+  s.t_last_token = now;
+  metrics_.generation_tokens.fetch_add(1);
+
+  std::string reason, stop_reason;
+  const bool is_eos = std::find(in.eos_ids.begin(), in.eos_ids.end(), tok) != in.eos_ids.end();
+  if (std::find(in.stop_token_ids.begin(), in.stop_token_ids.end(), tok) != in.stop_token_ids.end()) {
+    reason = "stop";
+    stop_reason = std::to_string(tok);
+  } else if (is_eos && !in.ignore_eos) {
+    reason = "stop";
+  } else if (s.n_generated() >= in.max_tokens || static_cast<int64_t>(s.tokens.size()) >= opts_.max_model_len) {
+    reason = "length";
+  }
+  s.stream->push(std::move(e));
+  if (!reason.empty()) finish(s, reason, stop_reason);
+}
+
+bool Engine::step() {
+  // Cancelled requests leave first, freeing their blocks.
+  auto cancelled = [&](std::unique_ptr<Seq>& s) {
+    if (!s->stream->cancelled()) return false;
+    finish(*s, "abort");
+    return true;
+  };
+  running_.erase(std::remove_if(running_.begin(), running_.end(), cancelled), running_.end());
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), cancelled), waiting_.end());
+
+  int64_t budget = opts_.max_num_batched_tokens;
+  struct Sched {
+    Seq* s;
+    int64_t n;
+  };
+  std::vector<Sched> sched;
+
+  // 1. Running sequences: decodes first (one token each), then unfinished prefills, in order.
+  std::stable_sort(running_.begin(), running_.end(), [](const auto& a, const auto& b) {
+    return (a->pending() == 1) > (b->pending() == 1);
+  });
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Seq& s = *running_[i];
+    if (!s.vision_done) continue;
+    const int64_t n = std::min(s.pending(), budget);
+    bool ok = ensure_blocks(s, s.n_computed + n);
+    while (!ok) {
+      // Out of blocks: preempt the most recently admitted other sequence (recompute later).
+      if (running_.size() <= i + 1) break;
+      const size_t victim = running_.size() - 1;  // not scheduled yet: it comes after i
+      preempt(*running_[victim]);
+      waiting_.push_front(std::move(running_[victim]));
+      running_.erase(running_.begin() + static_cast<long>(victim));
+      ok = ensure_blocks(s, s.n_computed + n);
+    }
+    if (!ok) {  // cannot even fit this one: preempt it too
+      preempt(s);
+      waiting_.push_front(std::move(running_[i]));
+      running_.erase(running_.begin() + static_cast<long>(i));
+      --i;
+      continue;
+    }
+    sched.push_back({&s, n});
+    budget -= n;
+  }
+
+  // 2. Admit waiting requests (FCFS) while there is room.
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < opts_.max_num_seqs) {
+    Seq& s = *waiting_.front();
+    if (static_cast<int64_t>(s.tokens.size()) > opts_.max_model_len) {  // validated upstream; guard anyway
+      finish(s, "length");
+      waiting_.pop_front();
+      continue;
+    }
+    admit_prefix(s);
+    const bool needs_vision = !s.in.images.empty() && s.image_embeds.empty_tensor();
+    const int64_t n = needs_vision ? 0 : std::min(s.pending(), budget);
+    if (!needs_vision && n <= 0) {
+      blocks_.release(s.table);  // keep the cached prefix for later
+      s.table.clear();
+      s.n_computed = 0;
+      break;
+    }
+    // Admission control by free blocks: the first chunk must fit.
+    if (!ensure_blocks(s, s.n_computed + std::max<int64_t>(n, 1))) {
+      blocks_.release(s.table);
+      s.table.clear();
+      s.n_computed = 0;
+      break;
+    }
+    if (!s.admitted) {
+      s.admitted = true;
+      s.t_admit = Clock::now();
+      s.times.queued_s = secs(s.t_submit, s.t_admit);
+      s.times.prompt_tokens = static_cast<int64_t>(s.n_prompt);
+      metrics_.queue.observe(s.times.queued_s);
+      metrics_.prompt_tokens.fetch_add(s.n_prompt - s.n_computed);
+      metrics_.prompt_len.observe(static_cast<double>(s.n_prompt));
+      if (!s.in.images.empty()) {
+        metrics_.images.fetch_add(s.in.images.size());
+        int64_t it = 0;
+        for (size_t t = 0; t < s.n_prompt; ++t) it += s.tokens[t] == model_.config().image_token_id;
+        s.times.image_tokens = it;
+        metrics_.image_tokens.observe(static_cast<double>(it));
+      }
+    }
+    if (needs_vision) s.vision_done = false;
+    else {
+      sched.push_back({&s, n});
+      budget -= n;
+    }
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+
+  // 3. Vision: advance the oldest pending encoding by a budgeted number of layers; with nothing
+  // else to run, finish it in one go.
+  for (auto& sp : running_)
+    if (!sp->vision_done) {
+      run_vision(*sp, sched.empty() ? (1LL << 40) : opts_.vision_budget);
+      break;
+    }
+
+  metrics_.num_running = static_cast<int64_t>(running_.size());
+  metrics_.num_waiting = static_cast<int64_t>(waiting_.size());
+
+  if (sched.empty()) {
+    free_blocks_ = blocks_.n_free();
+    metrics_.kv_usage = blocks_.usage();
+    return !running_.empty();
+  }
+
+  // 4. One decoder pass over all scheduled rows.
+  const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
+  int64_t R = 0;
+  for (const auto& x : sched) R += x.n;
+  Tensor x = Tensor::empty(DType::kF32, {R, H});
+  std::vector<model::SeqStep> steps;
+  std::vector<int64_t> sample_rows;
+  std::vector<Seq*> sample_seqs;
+  int64_t row = 0;
+  for (const auto& sc : sched) {
+    Seq& s = *sc.s;
+    const int32_t* ids = s.tokens.data() + s.n_computed;
+    float* xr = x.data<float>() + row * H;
+    model_.decoder().embed(ids, sc.n, xr);
+    if (!s.image_index.empty())
+      for (int64_t i = 0; i < sc.n; ++i) {
+        const int64_t pos = s.n_computed + i;
+        if (pos < static_cast<int64_t>(s.image_index.size()) && s.image_index[pos] >= 0)
+          std::memcpy(xr + i * H, s.image_embeds.data<float>() + s.image_index[pos] * H, H * sizeof(float));
+      }
+    steps.push_back({s.n_computed, sc.n, s.table.data()});
+    if (s.n_computed + sc.n == static_cast<int64_t>(s.tokens.size())) {
+      sample_rows.push_back(row + sc.n - 1);
+      sample_seqs.push_back(&s);
+    }
+    row += sc.n;
+  }
+  model_.decoder().forward(x.data<float>(), steps, kv_);
+  for (const auto& sc : sched) {
+    sc.s->n_computed += sc.n;
+    publish_blocks(*sc.s);
+  }
+  if (!sample_rows.empty()) {
+    const int64_t S = static_cast<int64_t>(sample_rows.size());
+    Tensor h = Tensor::empty(DType::kF32, {S, H});
+    for (int64_t i = 0; i < S; ++i)
+      std::memcpy(h.data<float>() + i * H, x.data<float>() + sample_rows[i] * H, H * sizeof(float));
+    Tensor logits = Tensor::empty(DType::kF32, {S, V});
+    model_.decoder().logits(h.data<float>(), S, logits.data<float>());
+    for (int64_t i = 0; i < S; ++i) sample_and_emit(*sample_seqs[i], logits.data<float>() + i * V);
+  }
+  // Drop finished sequences (their blocks are already released).
+  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->finished; }),
+                 running_.end());
+  metrics_.num_running = static_cast<int64_t>(running_.size());
+  free_blocks_ = blocks_.n_free();
+  metrics_.kv_usage = blocks_.usage();
+  return true;
+}
+
+}  // namespace locr::runtime

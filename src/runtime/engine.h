@@ -1,0 +1,84 @@
+// The serving engine: one thread owns the model, the paged KV cache and the scheduler, and runs
+// steps in the style of vLLM's continuous batching. Each step mixes
+//   - vision encoding of newly admitted requests, a few encoder layers per step (budgeted in
+//     patch-layers) so a large page never starves running decodes,
+//   - chunked prefill and one decode token for every running sequence, within a token budget
+//     (max_num_batched_tokens) and a sequence cap (max_num_seqs),
+// over a paged KV cache with admission by free blocks, preemption by recompute when blocks run
+// out, and prefix caching of full blocks by content hash.
+// Frontends (HTTP threads, CLI) call submit() from any thread and read events from the returned
+// stream; cancelling a stream frees its blocks at the next step.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "model/lighton_ocr.h"
+#include "runtime/block_manager.h"
+#include "runtime/metrics.h"
+#include "runtime/request.h"
+
+namespace locr::runtime {
+
+struct EngineOptions {
+  int max_num_seqs = 32;
+  int max_num_batched_tokens = 4096;
+  int max_model_len = 8192;
+  int block_size = 16;
+  int64_t kv_cache_bytes = 512LL << 20;  // KV pool budget (reserved; committed as used)
+  bool enable_prefix_caching = true;
+  int64_t vision_budget = 0;  // patch-layers per step; 0 = 4 * max_num_batched_tokens
+};
+
+class Engine {
+ public:
+  Engine(const model::LightOnOcr& model, const EngineOptions& opts);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. The request is validated by the caller (lengths, ids); the engine trusts it.
+  std::shared_ptr<RequestStream> submit(RequestInput in);
+  // Stops accepting work; with drain, finishes what is in flight first, else aborts it.
+  void shutdown(bool drain);
+
+  const EngineOptions& options() const { return opts_; }
+  const EngineMetrics& metrics() const { return metrics_; }
+  int64_t kv_blocks_total() const { return blocks_.n_blocks(); }
+  int64_t kv_blocks_free() const { return free_blocks_.load(); }
+
+ private:
+  struct Seq;
+  void loop();
+  bool step();  // returns false when there was nothing to do
+  void finish(Seq& s, const std::string& reason, const std::string& stop_reason = "");
+  bool ensure_blocks(Seq& s, int64_t n_tokens);
+  void preempt(Seq& s);
+  void admit_prefix(Seq& s);
+  void publish_blocks(Seq& s);
+  void run_vision(Seq& s, int64_t budget);
+  void sample_and_emit(Seq& s, float* logits);
+
+  const model::LightOnOcr& model_;
+  EngineOptions opts_;
+  BlockManager blocks_;
+  model::KvPool kv_;
+  EngineMetrics metrics_;
+  std::atomic<int64_t> free_blocks_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Seq>> incoming_;
+  bool stopping_ = false, drain_ = true;
+
+  // Engine-thread state.
+  std::deque<std::unique_ptr<Seq>> waiting_;
+  std::vector<std::unique_ptr<Seq>> running_;
+  std::thread thread_;
+};
+
+}  // namespace locr::runtime

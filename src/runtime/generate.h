@@ -1,0 +1,43 @@
+// Single-sequence generation for the CLI (`locr generate`, `locr dump`): image encoding, prefill,
+// then decode steps with sampling until an EOS id or max_tokens. The serving engine (many
+// sequences, paged KV) lives in runtime/engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/lighton_ocr.h"
+#include "runtime/sampler.h"
+
+namespace locr::runtime {
+
+struct GenerateOptions {
+  int max_tokens = 256;
+  SamplingParams sampling;
+  std::vector<int32_t> eos_ids;  // stop (and keep the token) when one is produced
+  bool ignore_eos = false;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;
+  std::string finish_reason;  // "stop" (EOS) or "length"
+  double vision_s = 0, prefill_s = 0, decode_s = 0;
+};
+
+// Hooks for parity dumps: hidden states of the prompt, last-position logits, image encoding.
+struct GenerateHooks {
+  std::function<void(int, const float*, int64_t rows)> on_hidden;  // prompt hidden states
+  std::function<void(const float* logits, int64_t vocab)> on_prompt_logits;
+  std::function<void(const model::ImageEncoding&)> on_images;
+  std::function<bool(int32_t)> on_token;  // return false to stop
+};
+
+GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const GenerateOptions& opts,
+                        const GenerateHooks& hooks = {});
+
+// Sampling defaults from generation_config.json (temperature/top_p/top_k when do_sample).
+SamplingParams default_sampling(const model::GenerationConfig& g);
+
+}  // namespace locr::runtime

@@ -1,0 +1,30 @@
+#include <gtest/gtest.h>
+
+#include "runtime/detokenizer.h"
+
+namespace locr::runtime {
+namespace {
+
+TEST(Utf8, CompletePrefixHoldsBackPartialCharacters) {
+  const std::string e_acute = "\xC3\xA9", han = "\xE4\xB8\xAD", emoji = "\xF0\x9F\x98\x80";
+  EXPECT_EQ(utf8_complete_prefix("ab"), 2u);
+  EXPECT_EQ(utf8_complete_prefix("a" + e_acute.substr(0, 1)), 1u);
+  EXPECT_EQ(utf8_complete_prefix(han.substr(0, 2)), 0u);
+  EXPECT_EQ(utf8_complete_prefix(emoji.substr(0, 3)), 0u);
+  EXPECT_EQ(utf8_complete_prefix(emoji + "x"), 5u);
+  // An invalid byte can never complete: it is part of the emitted prefix (as U+FFFD later).
+  EXPECT_EQ(utf8_complete_prefix("\xFF" "a"), 2u);
+}
+
+TEST(Utf8, SanitizeReplacesLikeFromUtf8Lossy) {
+  EXPECT_EQ(utf8_sanitize("ok"), "ok");
+  EXPECT_EQ(utf8_sanitize("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  // A truncated 3-byte sequence followed by ASCII is one replacement character.
+  EXPECT_EQ(utf8_sanitize("\xE4\xB8" "z"), "\xEF\xBF\xBD" "z");
+  // Overlong / surrogate encodings are invalid.
+  EXPECT_EQ(utf8_sanitize("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace locr::runtime

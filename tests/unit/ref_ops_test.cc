@@ -1,0 +1,127 @@
+// The scalar reference backend against hand-computed values (it is the oracle for every other
+// backend, so it is checked against arithmetic done here, not against another implementation).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/ops.h"
+
+namespace locr::kernels {
+namespace {
+
+Matrix f32_matrix(std::vector<float>& v, int64_t rows, int64_t cols) {
+  Matrix m;
+  m.dtype = DType::kF32;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = v.data();
+  return m;
+}
+
+TEST(RefOps, MatmulAllWeightDtypes) {
+  auto ops = make_ops("ref");
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};  // [2, 3]
+  std::vector<float> w = {1, 0, -1, 0.5f, 0.25f, 2};  // [2, 3]
+  std::vector<float> y(4);
+  ops->matmul(x.data(), 2, f32_matrix(w, 2, 3), y.data());
+  EXPECT_FLOAT_EQ(y[0], 1 - 3);
+  EXPECT_FLOAT_EQ(y[1], 0.5f + 0.5f + 6);
+  EXPECT_FLOAT_EQ(y[2], 4 - 6);
+  EXPECT_FLOAT_EQ(y[3], 2.0f + 1.25f + 12);
+  std::vector<uint16_t> wb(6), wh(6);
+  for (int i = 0; i < 6; ++i) wb[i] = f32_to_bf16(w[i]), wh[i] = f32_to_f16(w[i]);
+  for (auto [dt, ptr] : {std::pair{DType::kBF16, static_cast<const void*>(wb.data())}, {DType::kF16, wh.data()}}) {
+    Matrix m{dt, 2, 3, ptr};
+    std::vector<float> y2(4);
+    ops->matmul(x.data(), 2, m, y2.data());
+    for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y2[i], y[i]);
+  }
+}
+
+TEST(RefOps, RmsNormRopeActivations) {
+  auto ops = make_ops("ref");
+  std::vector<float> x = {3, 4}, w = {2, 0.5f}, y(2);
+  ops->rms_norm(x.data(), f32_matrix(w, 1, 2), 0.0f, 1, 2, y.data());
+  const float inv = 1.0f / std::sqrt(12.5f);
+  EXPECT_FLOAT_EQ(y[0], 3 * inv * 2);
+  EXPECT_FLOAT_EQ(y[1], 4 * inv * 0.5f);
+  // RoPE pairs (d, d + half): [1, 0 | 0, 1] rotated by 90 degrees for d = 0 and 0 for d = 1.
+  std::vector<float> r = {1, 0, 0, 1}, c = {0, 1}, s = {1, 0};
+  ops->rope(r.data(), 1, 1, 4, 4, c.data(), s.data());
+  EXPECT_NEAR(r[0], 0, 1e-7);   // x0*cos - x2*sin = 1*0 - 0*1
+  EXPECT_NEAR(r[2], 1, 1e-7);   // x2*cos + x0*sin = 0 + 1
+  EXPECT_NEAR(r[1], 0, 1e-7);
+  EXPECT_NEAR(r[3], 1, 1e-7);
+  std::vector<float> g = {-1.0f, 0.0f, 1.0f};
+  ops->gelu(g.data(), 3);
+  EXPECT_NEAR(g[0], -0.15865525393145707, 1e-7);  // 0.5*x*(1+erf(x/sqrt2))
+  EXPECT_NEAR(g[2], 0.8413447460685429, 1e-7);
+  std::vector<float> gate = {1.0f}, up = {2.0f}, o(1);
+  ops->silu_mul(gate.data(), up.data(), o.data(), 1);
+  EXPECT_NEAR(o[0], 2.0 / (1.0 + std::exp(-1.0)), 1e-6);
+}
+
+TEST(RefOps, CausalGqaAttention) {
+  auto ops = make_ops("ref");
+  // 2 query heads sharing 1 kv head, head_dim 1, 2 positions.
+  std::vector<float> q = {1, 2, 1, 2};  // [2 rows, 2 heads]
+  std::vector<float> k = {0, 1};        // [2 rows, 1 kv head]
+  std::vector<float> v = {10, 20};
+  std::vector<float> out(4);
+  AttentionParams p;
+  p.n_q = p.n_kv = 2;
+  p.n_heads = 2;
+  p.n_kv_heads = 1;
+  p.head_dim = 1;
+  p.q_stride = 2;
+  p.kv_stride = 1;
+  p.out_stride = 2;
+  p.scale = 1.0f;
+  p.causal = true;
+  ops->attention(q.data(), k.data(), v.data(), out.data(), p);
+  EXPECT_FLOAT_EQ(out[0], 10);  // row 0 sees only key 0
+  EXPECT_FLOAT_EQ(out[1], 10);
+  const double w1 = std::exp(1.0) / (1 + std::exp(1.0)), w2 = std::exp(2.0) / (1 + std::exp(2.0));
+  EXPECT_NEAR(out[2], 10 * (1 - w1) + 20 * w1, 1e-5);
+  EXPECT_NEAR(out[3], 10 * (1 - w2) + 20 * w2, 1e-5);
+  p.causal = false;
+  ops->attention(q.data(), k.data(), v.data(), out.data(), p);
+  EXPECT_NEAR(out[0], 10 * (1 - w1) + 20 * w1, 1e-5);
+}
+
+TEST(RefOps, PagedAttentionMatchesContiguous) {
+  auto ops = make_ops("ref");
+  const int64_t n = 7, hd = 2, bs = 3;  // 7 keys in 3 blocks of 3 (last one partial)
+  std::vector<float> q(hd), k(n * hd), v(n * hd);
+  for (int64_t i = 0; i < n * hd; ++i) k[i] = std::sin(0.7 * i), v[i] = std::cos(0.3 * i);
+  q[0] = 0.5f, q[1] = -1.0f;
+  // Scatter rows into a pool of 4 blocks using block table {2, 0, 3}.
+  const std::vector<int32_t> table = {2, 0, 3};
+  std::vector<float> kp(4 * bs * hd, NAN), vp(4 * bs * hd, NAN);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < hd; ++d) {
+      const int64_t row = table[j / bs] * bs + j % bs;
+      kp[row * hd + d] = k[j * hd + d];
+      vp[row * hd + d] = v[j * hd + d];
+    }
+  AttentionParams p;
+  p.n_q = 1;
+  p.n_kv = n;
+  p.n_heads = p.n_kv_heads = 1;
+  p.head_dim = hd;
+  p.q_stride = p.kv_stride = p.out_stride = hd;
+  p.scale = 0.7f;
+  p.causal = true;
+  p.q_offset = n - 1;
+  std::vector<float> a(hd), b(hd);
+  ops->attention(q.data(), k.data(), v.data(), a.data(), p);
+  p.block_table = table.data();
+  p.block_size = bs;
+  ops->attention(q.data(), kp.data(), vp.data(), b.data(), p);
+  for (int64_t d = 0; d < hd; ++d) EXPECT_FLOAT_EQ(a[d], b[d]);
+}
+
+TEST(RefOps, UnknownBackend) { EXPECT_THROW(make_ops("tpu"), Error); }
+
+}  // namespace
+}  // namespace locr::kernels
