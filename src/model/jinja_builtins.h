@@ -2,7 +2,8 @@
 // methods Python exposes to templates, and the globals transformers installs (raise_exception,
 // strftime_now, namespace, dict) plus Jinja's range.
 //
-// Filters live in jinja_filters.cc, tests/methods/globals in jinja_methods.cc. Builtins report
+// Filters live in jinja_filters*.cc, tests in jinja_tests.cc, methods and globals in
+// jinja_methods.cc, str.format in jinja_format.cc. Builtins report
 // errors through Interpreter::fail so the message names the template line.
 #pragma once
 
@@ -32,6 +33,9 @@ bool is_known_unimplemented_test(std::string_view name);
 // called (methods the immutable sandbox refuses, like list.append), or nullopt if Python has no
 // such method.
 std::optional<Value> find_method(const Value& obj, const std::string& name);
+
+// str.format(*args, **kwargs) on `fmt` (jinja_format.cc).
+Value str_format(Interpreter& in, const std::string& fmt, const CallArgs& args);
 
 // Installs range, dict, namespace, raise_exception and strftime_now.
 void install_globals(Scope& scope);

@@ -1,6 +1,8 @@
 // Chat-template evaluator (see jinja_eval.h).
 #include "model/jinja_eval.h"
 
+#include <optional>
+
 #include "core/error.h"
 #include "model/jinja_builtins.h"
 #include "model/jinja_text.h"
@@ -135,6 +137,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, st
   // The else body is outside the loop: a break there belongs to an enclosing loop.
   if (items.empty()) return exec(s.else_body, std::make_shared<Scope>(scope), out);
   const int64_t n = static_cast<int64_t>(items.size());
+  auto last_changed = std::make_shared<std::optional<Value>>();  // loop.changed() state, per loop
   for (int64_t i = 0; i < n; ++i) {
     auto iter = std::make_shared<Scope>(scope);
     Dict loop;
@@ -153,6 +156,12 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, st
     loop.items.emplace_back("cycle", Value::callable("cycle", [i](Interpreter& in, const CallArgs& a) {
       if (a.pos.empty()) in.fail("no items for cycling given");
       return a.pos[static_cast<size_t>(i) % a.pos.size()];
+    }));
+    loop.items.emplace_back("changed", Value::callable("changed", [last_changed](Interpreter&, const CallArgs& a) {
+      Value args = Value::list(a.pos, true);
+      if (*last_changed && py_equal(**last_changed, args)) return Value(false);
+      *last_changed = std::move(args);
+      return Value(true);
     }));
     iter->set("loop", Value::dict(std::move(loop)));
     assign(s.target, items[i], *iter);

@@ -3,8 +3,7 @@
 // binding shared by all builtins.
 //
 // As in transformers' ImmutableSandboxedEnvironment, methods that mutate (list.append,
-// dict.update, ...) resolve to a value that fails when called. str.format is refused too (the
-// sandbox rewrites it; templates we target do not use it).
+// dict.update, ...) resolve to a value that fails when called.
 #include <chrono>
 #include <ctime>
 
@@ -232,9 +231,7 @@ Value s_removesuffix(Interpreter& in, const Value& s, const CallArgs& a) {
   return s;
 }
 
-Value s_format(Interpreter& in, const Value&, const CallArgs&) {
-  in.fail("str.format() is not supported in locr's chat templates; use ~ or the format-free filters");
-}
+Value s_format(Interpreter& in, const Value& s, const CallArgs& a) { return str_format(in, s.as_string(), a); }
 
 // ---- dict ----
 
@@ -299,7 +296,7 @@ const MethodEntry kStrMethods[] = {
     {"isspace", char_class<is_py_space>}, {"islower", case_class<false>}, {"isupper", case_class<true>},
     {"zfill", s_zfill}, {"ljust", s_ljust}, {"rjust", s_rjust}, {"partition", s_partition},
     {"rpartition", s_rpartition}, {"removeprefix", s_removeprefix}, {"removesuffix", s_removesuffix},
-    {"format", s_format}, {"format_map", s_format},
+    {"format", s_format},
 };
 const MethodEntry kDictMethods[] = {
     {"get", d_get}, {"items", d_items}, {"keys", d_keys}, {"values", d_values}, {"copy", copy_self},

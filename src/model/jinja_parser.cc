@@ -16,6 +16,7 @@ Body Parser::parse_all() {
 // Parses template data and tags until a block tag whose name is in `end_tags` (left current).
 Body Parser::subparse(const std::vector<std::string>& end_tags) {
   Body body;
+  if (!end_tags.empty()) end_stack_.push_back(end_tags);
   while (cur().type != Tok::kEof) {
     const Token& t = cur();
     if (t.type == Tok::kData) {
@@ -37,24 +38,36 @@ Body Parser::subparse(const std::vector<std::string>& end_tags) {
       next();
       if (cur().type == Tok::kName) {
         for (const auto& e : end_tags)
-          if (cur().text == e) return body;
+          if (cur().text == e) {
+            if (!end_tags.empty()) end_stack_.pop_back();
+            return body;
+          }
       }
-      body.push_back(parse_statement(end_tags));
+      body.push_back(parse_statement());
       expect(Tok::kBlockEnd, "'end of statement block'");
     } else {
       syntax_error(t.line, "unexpected " + describe_token(t));
     }
   }
+  if (!end_tags.empty()) end_stack_.pop_back();
   return body;
 }
 
-void Parser::fail_unknown_tag(const std::string& name, int line, const std::vector<std::string>& end_tags) {
+// Mirrors jinja2.parser's _fail_ut_eof: name the tags the innermost block waits for, and point
+// out a nesting mistake when the tag closes an outer block.
+void Parser::fail_unknown_tag(const std::string& name, int line) {
   std::string msg = "Encountered unknown tag '" + name + "'.";
-  if (!end_tags.empty()) {
-    msg += " Jinja was looking for the following tags: ";
-    for (size_t i = 0; i < end_tags.size(); ++i) msg += (i ? " or '" : "'") + end_tags[i] + "'";
-    msg += ". The innermost block that needs to be closed is '" + block_stack_.back() + "'.";
+  if (!end_stack_.empty()) {
+    std::string looking;
+    for (const auto& t : end_stack_.back()) looking += (looking.empty() ? "'" : " or '") + t + "'";
+    bool expected = false;
+    for (const auto& tags : end_stack_)
+      for (const auto& t : tags) expected = expected || t == name;
+    msg += expected ? " You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for " +
+                          looking + "."
+                    : " Jinja was looking for the following tags: " + looking + ".";
   }
+  if (block_stack_.size() > 1) msg += " The innermost block that needs to be closed is '" + block_stack_.back() + "'.";
   syntax_error(line, msg);
 }
 
@@ -72,7 +85,7 @@ Body Parser::parse_statements(const std::vector<std::string>& end_tags, bool dro
   return body;
 }
 
-std::unique_ptr<Stmt> Parser::parse_statement(const std::vector<std::string>& outer_end_tags) {
+std::unique_ptr<Stmt> Parser::parse_statement() {
   if (cur().type != Tok::kName) syntax_error(cur().line, "tag name expected");
   const std::string tag = cur().text;
   const int line = cur().line;
@@ -113,7 +126,7 @@ std::unique_ptr<Stmt> Parser::parse_statement(const std::vector<std::string>& ou
     s->kind = Stmt::Kind::kPrint;
     s->expr = parse_tuple(true, {});
   } else {
-    fail_unknown_tag(tag, line, outer_end_tags);
+    fail_unknown_tag(tag, line);
   }
   if (is_block) block_stack_.pop_back();
   return s;

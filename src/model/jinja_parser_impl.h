@@ -60,10 +60,10 @@ class Parser {
   [[noreturn]] void fail_expected(const std::string& what);
   // Parses template data and tags until a block tag whose name is in `end_tags` (left current).
   Body subparse(const std::vector<std::string>& end_tags);
-  [[noreturn]] void fail_unknown_tag(const std::string& name, int line, const std::vector<std::string>& end_tags);
+  [[noreturn]] void fail_unknown_tag(const std::string& name, int line);
   // Parses up to and including the end tag name (`drop` consumes it); the caller expects %}.
   Body parse_statements(const std::vector<std::string>& end_tags, bool drop);
-  std::unique_ptr<Stmt> parse_statement(const std::vector<std::string>& outer_end_tags);
+  std::unique_ptr<Stmt> parse_statement();
   void parse_for(Stmt* s);
   void parse_if(Stmt* s);
   void parse_set(Stmt* s);
@@ -100,6 +100,7 @@ class Parser {
   int loop_depth_ = 0;
   std::vector<std::string> block_stack_ = {"template"};
   std::vector<std::set<std::string>*> name_sinks_;
+  std::vector<std::vector<std::string>> end_stack_;  // end tags each open block waits for
 };
 
 }  // namespace locr::model::jinja
