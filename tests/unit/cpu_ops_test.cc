@@ -354,7 +354,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuMathTest, testing::ValuesIn(available_isas()),
 
 TEST(CpuBackends, RegisteredNames) {
   EXPECT_NE(make_ops("cpu"), nullptr);
-  EXPECT_STREQ(make_ops("cpu-f32")->name(), (std::string("cpu-f32/") + cpu_isa_name(cpu_best_isa())).c_str());
+  EXPECT_EQ(std::string(make_ops("cpu-f32")->name()).rfind("cpu-f32/", 0), 0u);
   EXPECT_NE(std::string(make_ops("cpu-bf16")->name()).find("cpu-bf16"), std::string::npos);
   EXPECT_TRUE(cpu_isa_supported(CpuIsa::kGeneric));
 }

@@ -459,6 +459,18 @@ class CpuOps final : public Ops {
   std::string name_;
 };
 
+// For "cpu-bf16" on an AVX512_BF16 machine: use vdpbf16ps only where it beats 512-bit FMA on
+// bf16-rounded inputs (same products, exact in f32; only the summation order differs).
+// LOCR_CPU_BF16_DOT=0/1 overrides the one-time measurement.
+bool prefer_bf16_dot() {
+  static const bool prefer = [] {
+    if (const char* env = std::getenv("LOCR_CPU_BF16_DOT")) return std::string(env) != "0";
+    const KernelTable* t = cpu::kernel_table_avx512_bf16();
+    return t->dot_vs_fma_speed() > 1.1;
+  }();
+  return prefer;
+}
+
 const KernelTable* checked_table(CpuIsa isa) {
   if (isa == CpuIsa::kAuto) isa = cpu_best_isa();
   if (!cpu_isa_supported(isa))
@@ -469,7 +481,13 @@ const KernelTable* checked_table(CpuIsa isa) {
 }  // namespace
 
 std::unique_ptr<Ops> make_cpu_ops(CpuPrecision precision, CpuIsa isa) {
-  if (isa == CpuIsa::kAuto) isa = cpu_best_isa();
+  // An explicit ISA is honoured as given (tests, benchmarks); kAuto picks the fastest path.
+  if (isa == CpuIsa::kAuto) {
+    isa = cpu_best_isa();
+    // f32 never uses the dot-product kernels; the AVX-512 table is the same code without them.
+    if (isa == CpuIsa::kAvx512Bf16 && (precision == CpuPrecision::kF32 || !prefer_bf16_dot()))
+      isa = CpuIsa::kAvx512;
+  }
   return std::make_unique<CpuOps>(precision, isa, checked_table(isa));
 }
 

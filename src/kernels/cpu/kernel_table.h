@@ -73,6 +73,10 @@ struct KernelTable {
   void (*attn_tile_bf16)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
   // Few-query path: one query row i, all heads of kv head kh. Scratch: attn_rows_scratch(...) floats.
   void (*attn_rows)(const AttnArgs& a, int64_t kh, int64_t i, float* scratch);
+
+  // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
+  // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.
+  double (*dot_vs_fma_speed)();
 };
 
 inline int64_t attn_tile_scratch(const KernelTable& t, int64_t head_dim) {

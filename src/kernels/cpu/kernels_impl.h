@@ -594,6 +594,7 @@ inline KernelTable base_table(const char* isa) {
   t.attn_tile = k_attn_tile;
   t.attn_tile_bf16 = nullptr;
   t.attn_rows = k_attn_rows;
+  t.dot_vs_fma_speed = nullptr;
   return t;
 }
 
