@@ -291,10 +291,55 @@ void ukernel_f32(int64_t kc, const float* a, const BT* b, float* c, int64_t ldc,
   store_c<M>(acc, c, ldc, n, accumulate);
 }
 
+// Decode (up to four rows): bandwidth-bound, so the K loop is unrolled over four independent
+// accumulator sets (the FMA latency chain would otherwise pace the loads) and the panel stream is
+// prefetched a few cache lines ahead of use.
+constexpr int kVecRegs = W == 16 ? 32 : 16;
+
+template <int M, typename BT>
+void ukernel_gemv(int64_t kc, const float* a, const BT* b, float* c, int64_t ldc, int n, bool accumulate) {
+  // Accumulator sets that fit the register file next to the B and A operands, at most 4.
+  constexpr int kFit = (kVecRegs - 4) / (M * kNV);
+  constexpr int kU = kFit < 1 ? 1 : (kFit > 4 ? 4 : kFit);
+  constexpr int64_t kAhead = 8192 / sizeof(BT);  // elements; 8 KB measured best (2-16 KB tried)
+  vf acc[kU][M][kNV];
+  LOCR_UNROLL for (int u = 0; u < kU; ++u) LOCR_UNROLL for (int r = 0; r < M; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v)
+      acc[u][r][v] = vzero();
+  int64_t k = 0;
+  for (; k + kU <= kc; k += kU) {
+    // Every cache line consumed by this step, kAhead elements ahead.
+    LOCR_UNROLL for (int l = 0; l < static_cast<int>(kU * kNR * sizeof(BT) / 64); ++l)
+      __builtin_prefetch(reinterpret_cast<const char*>(b + k * kNR + kAhead) + 64 * l, 0, 3);
+    LOCR_UNROLL for (int u = 0; u < kU; ++u) {
+      vf bv[kNV];
+      LOCR_UNROLL for (int v = 0; v < kNV; ++v) bv[v] = load_b<BT>(b + (k + u) * kNR + v * W);
+      LOCR_UNROLL for (int r = 0; r < M; ++r) {
+        const vf av = vset1(a[(k + u) * kMR + r]);
+        LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[u][r][v] = vfma(av, bv[v], acc[u][r][v]);
+      }
+    }
+  }
+  for (; k < kc; ++k) {
+    vf bv[kNV];
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) bv[v] = load_b<BT>(b + k * kNR + v * W);
+    LOCR_UNROLL for (int r = 0; r < M; ++r) {
+      const vf av = vset1(a[k * kMR + r]);
+      LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[0][r][v] = vfma(av, bv[v], acc[0][r][v]);
+    }
+  }
+  LOCR_UNROLL for (int u = 1; u < kU; ++u) LOCR_UNROLL for (int r = 0; r < M; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v)
+      acc[0][r][v] = vadd(acc[0][r][v], acc[u][r][v]);
+  store_c<M>(acc[0], c, ldc, n, accumulate);
+}
+
 template <typename BT, int M = kMR>
 inline void dispatch_f32(int m, int64_t kc, const float* a, const BT* b, float* c, int64_t ldc, int n, bool acc) {
   if constexpr (M >= 1) {
-    if (m == M) return ukernel_f32<M, BT>(kc, a, b, c, ldc, n, acc);
+    if constexpr (M <= 4) {
+      if (m == M) return ukernel_gemv<M, BT>(kc, a, b, c, ldc, n, acc);
+    } else {
+      if (m == M) return ukernel_f32<M, BT>(kc, a, b, c, ldc, n, acc);
+    }
     dispatch_f32<BT, M - 1>(m, kc, a, b, c, ldc, n, acc);
   }
 }
