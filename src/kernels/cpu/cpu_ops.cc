@@ -403,18 +403,51 @@ class CpuOps final : public Ops {
     a.kv_stride = p.kv_stride;
     a.out_stride = p.out_stride;
     a.q_offset = p.q_offset;
+    a.kv_head_stride = p.head_dim;
     a.scale = p.scale;
     a.causal = p.causal;
     ThreadPool& pool = ThreadPool::global();
     const int64_t group = p.n_heads / p.n_kv_heads;
     if (p.n_q <= kAttnRowsMaxQ) {
-      const size_t per = static_cast<size_t>(cpu::attn_rows_scratch(group, p.n_kv, p.head_dim));
-      float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
-      pool.parallel_for(p.n_q * p.n_kv_heads, 1, [&](int64_t b, int64_t e, int thread) {
-        for (int64_t task = b; task < e; ++task)
-          t_->attn_rows(a, task % p.n_kv_heads, task / p.n_kv_heads, sc + per * thread);
+      // Split the keys into chunks (several per thread for balance), then merge per query row.
+      const int64_t chunk = std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
+      const int64_t n_chunks = ceil_div(std::max<int64_t>(p.n_kv, 1), chunk);
+      const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
+      const size_t per = static_cast<size_t>(p.n_heads * chunk + 16);
+      float* sc = static_cast<float*>(
+          scratch_slot(1).get((per * pool.size() + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
+      float* po = sc + per * pool.size();  // [n_q][n_chunks][n_heads][head_dim]
+      float* pml = po + p.n_q * po_row;    // [n_q][n_chunks][n_heads][2]
+      pool.parallel_for(p.n_q * n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
+        for (int64_t task = b; task < e; ++task) {
+          const int64_t i = task / n_chunks, c = task % n_chunks;
+          t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
+                         pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
+        }
       });
+      for (int64_t i = 0; i < p.n_q; ++i) t_->attn_combine(a, i, n_chunks, po + i * po_row, pml + i * pml_row);
       return;
+    }
+    // Rows of K and V with several heads interleaved lie kv_stride floats apart (4 KB for 8 heads
+    // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
+    // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
+    std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
+    if (p.kv_stride != p.head_dim && p.n_kv > 0) {
+      const int64_t per_head = p.n_kv * p.head_dim;
+      kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
+      float* kc = kv_copy.get();
+      float* vc = kc + p.n_kv_heads * per_head;
+      pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
+        for (int64_t j = b; j < e; ++j)
+          for (int64_t kh = 0; kh < p.n_kv_heads; ++kh) {
+            std::memcpy(kc + kh * per_head + j * p.head_dim, k + j * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+            std::memcpy(vc + kh * per_head + j * p.head_dim, v + j * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+          }
+      });
+      a.k = kc;
+      a.v = vc;
+      a.kv_stride = p.head_dim;
+      a.kv_head_stride = per_head;
     }
     const int64_t bq = t_->attn_bq, qblocks = ceil_div(p.n_q, bq);
     const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(*t_, p.head_dim));

@@ -26,6 +26,7 @@ struct AttnArgs {
   const float* v;
   float* out;
   int64_t n_q, n_kv, n_heads, n_kv_heads, head_dim, q_stride, kv_stride, out_stride, q_offset;
+  int64_t kv_head_stride;  // floats between kv heads in k / v (head_dim when interleaved in rows)
   float scale;
   bool causal;
   // bf16 tiled path only (prepared by the caller): per kv head, K rows [n_kv][hd_pad] bf16 and V
@@ -71,8 +72,10 @@ struct KernelTable {
   // Scratch: attn_tile_scratch(head_dim) floats.
   void (*attn_tile)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
   void (*attn_tile_bf16)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
-  // Few-query path: one query row i, all heads of kv head kh. Scratch: attn_rows_scratch(...) floats.
-  void (*attn_rows)(const AttnArgs& a, int64_t kh, int64_t i, float* scratch);
+  // Few-query path (decode): query row i against keys [j0, j1) for all heads; partial results
+  // o [n_heads][head_dim], ml [n_heads][2]; scratch n_heads * (j1 - j0) floats. Then combine.
+  void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);
+  void (*attn_combine)(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml);
 
   // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
   // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.
@@ -83,9 +86,6 @@ inline int64_t attn_tile_scratch(const KernelTable& t, int64_t head_dim) {
   const int64_t hp = (head_dim + 31) / 32 * 32;
   // QT (hp x bq) + S (bkv x bq) + O (bq x hp) + P pairs + row stats
   return hp * t.attn_bq + 128 * t.attn_bq + t.attn_bq * hp + 64 * t.attn_bq + 8 * t.attn_bq + 64;
-}
-inline int64_t attn_rows_scratch(int64_t group, int64_t n_kv, int64_t head_dim) {
-  return group * (n_kv + 16) + group * (head_dim + 16) + 64;
 }
 
 const KernelTable* kernel_table_generic();

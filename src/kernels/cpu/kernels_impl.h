@@ -500,7 +500,7 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   const int64_t kv_end = a.causal ? min64(a.n_kv, a.q_offset + q0 + nq) : a.n_kv;
   for (int64_t j0 = 0; j0 < kv_end; j0 += kBKV) {
     const int64_t jn = min64(kBKV, kv_end - j0);
-    const float* kb = a.k + j0 * a.kv_stride + kh * hd;
+    const float* kb = a.k + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t jj = 0; jj < jn; jj += kJR)
       qk_dispatch(static_cast<int>(min64(kJR, jn - jj)), kb + jj * a.kv_stride, a.kv_stride, hd, qt, s + jj * kBQ);
     if (a.causal) mask_causal(s, jn, j0 - a.q_offset - q0);
@@ -514,7 +514,7 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
         if (d < hd) vstore_n(oi + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), al), static_cast<int>(hd - d));
       }
     }
-    const float* vb = a.v + j0 * a.kv_stride + kh * hd;
+    const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
       const int dn = static_cast<int>(min64(kPvND * W, hd - d0));
       for (int ii = 0; ii < nq; ii += kPvIR)
@@ -532,85 +532,109 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   }
 }
 
-// Few queries (decode): one query row i and the `group` query heads sharing kv head kh. Scores
-// for all visible keys are kept (group x n_kv floats, not n x n), then one exact softmax and one
-// pass over V. f32 in every mode: this path is bound by reading K and V, not by arithmetic.
-void k_attn_rows(const AttnArgs& a, int64_t kh, int64_t i, float* scratch) {
-  const int64_t hd = a.head_dim, group = a.n_heads / a.n_kv_heads;
+// Few queries (decode), flash-decoding style: one query row i against keys [j0, j1) for every
+// head at once, so each K and V row (all kv heads, contiguous) is streamed from memory exactly
+// once. Writes per-head partial results: o [n_heads][head_dim] (unnormalised), ml [n_heads][2]
+// (max score, sum of exp). Scratch: n_heads * (j1 - j0) floats. f32 in every mode: this path is
+// bound by reading K and V, not by arithmetic.
+inline float dot_hd(const float* x, const float* y, int64_t hd) {
+  vf acc0 = vzero(), acc1 = vzero();
+  int64_t d = 0;
+  for (; d + 2 * W <= hd; d += 2 * W) {
+    acc0 = vfma(vload(x + d), vload(y + d), acc0);
+    acc1 = vfma(vload(x + d + W), vload(y + d + W), acc1);
+  }
+  for (; d < hd; d += W) {
+    const int n = static_cast<int>(min64(W, hd - d));
+    acc0 = vfma(vload_n(x + d, n), vload_n(y + d, n), acc0);
+  }
+  return vhsum(vadd(acc0, acc1));
+}
+
+void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* s) {
+  const int64_t hd = a.head_dim, nh = a.n_heads, group = a.n_heads / a.n_kv_heads;
   const int64_t n_vis = a.causal ? min64(a.n_kv, a.q_offset + i + 1) : a.n_kv;
-  const int64_t sstride = a.n_kv + 16;
-  float* s = scratch;  // [group][sstride]
-  if (n_vis <= 0) {
-    for (int64_t g = 0; g < group; ++g) {
-      float* out = a.out + i * a.out_stride + (kh * group + g) * hd;
-      for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
+  j1 = min64(j1, n_vis);
+  const int64_t jn = j1 - j0;
+  for (int64_t e = 0; e < nh * hd; ++e) o[e] = 0.0f;
+  if (jn <= 0) {
+    for (int64_t h = 0; h < nh; ++h) {
+      ml[2 * h] = -INFINITY;
+      ml[2 * h + 1] = 0.0f;
     }
     return;
   }
-  for (int64_t j = 0; j < n_vis; ++j) {
-    const float* kr = a.k + j * a.kv_stride + kh * hd;
-    for (int64_t g = 0; g < group; ++g) {
-      const float* qh = a.q + i * a.q_stride + (kh * group + g) * hd;
-      vf acc0 = vzero(), acc1 = vzero();
-      int64_t d = 0;
-      for (; d + 2 * W <= hd; d += 2 * W) {
-        acc0 = vfma(vload(qh + d), vload(kr + d), acc0);
-        acc1 = vfma(vload(qh + d + W), vload(kr + d + W), acc1);
-      }
-      for (; d < hd; d += W) {
-        const int n = static_cast<int>(min64(W, hd - d));
-        acc0 = vfma(vload_n(qh + d, n), vload_n(kr + d, n), acc0);
-      }
-      s[g * sstride + j] = vhsum(vadd(acc0, acc1)) * a.scale;
-    }
+  const float* qi = a.q + i * a.q_stride;
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* kr = a.k + j * a.kv_stride;
+    for (int64_t h = 0; h < nh; ++h)
+      s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
   }
-  for (int64_t g = 0; g < group; ++g) {
-    float* sg = s + g * sstride;
+  for (int64_t h = 0; h < nh; ++h) {
+    float* sh = s + h * jn;
     float mx = -INFINITY;
-    for (int64_t j = 0; j < n_vis; ++j) mx = sg[j] > mx ? sg[j] : mx;
-    vf sum = vzero();
+    for (int64_t j = 0; j < jn; ++j) mx = sh[j] > mx ? sh[j] : mx;
     const vf mv = vset1(mx);
+    vf sum = vzero();
     int64_t j = 0;
-    for (; j + W <= n_vis; j += W) {
-      const vf p = vexp(vsub(vload(sg + j), mv));
-      vstore(sg + j, p);
+    for (; j + W <= jn; j += W) {
+      const vf p = vexp(vsub(vload(sh + j), mv));
+      vstore(sh + j, p);
       sum = vadd(sum, p);
     }
-    if (j < n_vis) {
-      const int n = static_cast<int>(n_vis - j);
-      const vf p = vexp(vsub(vload_n(sg + j, n), mv));
-      vstore_n(sg + j, p, n);
+    if (j < jn) {
+      const int n = static_cast<int>(jn - j);
+      const vf p = vexp(vsub(vload_n(sh + j, n), mv));
+      vstore_n(sh + j, p, n);
       sum = vadd(sum, vblend(vlt(viota(), vset1(static_cast<float>(n))), vzero(), p));
     }
-    const vf inv = vset1(1.0f / vhsum(sum));
-    float* out = a.out + i * a.out_stride + (kh * group + g) * hd;
-    for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
-      vf acc[kPvND];
-      int cnt[kPvND];
-      LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
-        const int64_t left = hd - d0 - c * W;
-        cnt[c] = left >= W ? W : (left > 0 ? static_cast<int>(left) : 0);
-        acc[c] = vzero();
-      }
-      for (int64_t jj = 0; jj < n_vis; ++jj) {
-        const vf p = vset1(sg[jj]);
-        const float* vr = a.v + jj * a.kv_stride + kh * hd + d0;
-        LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
-          if (cnt[c] == W) {
-            acc[c] = vfma(p, vload(vr + c * W), acc[c]);
-          } else if (cnt[c] > 0) {
-            acc[c] = vfma(p, vload_n(vr + c * W, cnt[c]), acc[c]);
-          }
-        }
-      }
-      LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
-        if (cnt[c] == W) {
-          vstore(out + d0 + c * W, vmul(acc[c], inv));
-        } else if (cnt[c] > 0) {
-          vstore_n(out + d0 + c * W, vmul(acc[c], inv), cnt[c]);
-        }
+    ml[2 * h] = mx;
+    ml[2 * h + 1] = vhsum(sum);
+  }
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* vr = a.v + j * a.kv_stride;
+    for (int64_t h = 0; h < nh; ++h) {
+      const vf p = vset1(s[h * jn + (j - j0)]);
+      const float* vh = vr + (h / group) * a.kv_head_stride;
+      float* oh = o + h * hd;
+      int64_t d = 0;
+      for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload(vh + d), vload(oh + d)));
+      if (d < hd) {
+        const int n = static_cast<int>(hd - d);
+        vstore_n(oh + d, vfma(p, vload_n(vh + d, n), vload_n(oh + d, n)), n);
       }
     }
+  }
+}
+
+// Merges the chunk partials of query row i: out_h = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c.
+void k_attn_combine(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml) {
+  const int64_t hd = a.head_dim, nh = a.n_heads;
+  for (int64_t h = 0; h < nh; ++h) {
+    float mx = -INFINITY;
+    for (int64_t c = 0; c < n_chunks; ++c) mx = part_ml[(c * nh + h) * 2] > mx ? part_ml[(c * nh + h) * 2] : mx;
+    float* out = a.out + i * a.out_stride + h * hd;
+    for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
+    if (mx == -INFINITY) continue;
+    float l = 0.0f;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const float mc = part_ml[(c * nh + h) * 2];
+      if (mc == -INFINITY) continue;
+      const float wgt = std::exp(mc - mx);
+      l += wgt * part_ml[(c * nh + h) * 2 + 1];
+      const vf wv = vset1(wgt);
+      const float* oc = part_o + (c * nh + h) * hd;
+      int64_t d = 0;
+      for (; d + W <= hd; d += W) vstore(out + d, vfma(wv, vload(oc + d), vload(out + d)));
+      if (d < hd) {
+        const int n = static_cast<int>(hd - d);
+        vstore_n(out + d, vfma(wv, vload_n(oc + d, n), vload_n(out + d, n)), n);
+      }
+    }
+    const vf inv = vset1(1.0f / l);
+    int64_t d = 0;
+    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(out + d), inv));
+    if (d < hd) vstore_n(out + d, vmul(vload_n(out + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
   }
 }
 
@@ -638,7 +662,8 @@ inline KernelTable base_table(const char* isa) {
   t.f32_to_bf16_round = k_f32_to_bf16_round;
   t.attn_tile = k_attn_tile;
   t.attn_tile_bf16 = nullptr;
-  t.attn_rows = k_attn_rows;
+  t.attn_chunk = k_attn_chunk;
+  t.attn_combine = k_attn_combine;
   t.dot_vs_fma_speed = nullptr;
   return t;
 }
