@@ -206,6 +206,15 @@ TEST_P(CpuOpsTest, AttentionDecode) {
   check_attention(1, 1, 4, 4, 64, true, 0, 1);
   check_attention(3, 70, 4, 2, 128, true, 67, 2);
   check_attention(2, 65, 3, 1, 64, false, 0, 0);
+  // Most key chunks lie past the causal limit (empty partials must not disturb the merge).
+  check_attention(2, 300, 4, 2, 128, true, 40, 0);
+  check_attention(4, 1000, 2, 2, 64, false, 0, 3);
+}
+
+TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {
+  // kv_stride == head_dim: the tiled path reads K and V in place (no head-major copy).
+  check_attention(40, 40, 2, 1, 64, true, 0, 0);
+  check_attention(70, 90, 3, 1, 128, false, 0, 0);
 }
 
 TEST_P(CpuOpsTest, AttentionOddHeadDims) {
