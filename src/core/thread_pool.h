@@ -2,6 +2,10 @@
 //
 // The calling thread takes part in the work, so a pool of N threads starts N-1 workers and never
 // oversubscribes. Not a task scheduler: one parallel_for runs at a time per pool.
+//
+// Workers (and the caller waiting for them) spin for a short while (~tens of microseconds) before
+// sleeping on a condition variable: a decode step issues hundreds of parallel_for calls of a few
+// microseconds each, and a futex wake-up per call would cost as much as the work.
 #pragma once
 
 #include <atomic>
@@ -42,9 +46,9 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
   // Current job.
   const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
