@@ -77,10 +77,18 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  if (n_threads_ == 1 || n <= grain) {
+  // A nested call from inside a job runs inline: the workers are busy with the outer job.
+  thread_local bool inside = false;
+  if (n_threads_ == 1 || n <= grain || inside) {
     fn(0, n, 0);
     return;
   }
+  // Callers on different threads (an engine thread and a CLI thread, say) take turns.
+  std::lock_guard<std::mutex> turn(call_mu_);
+  struct Inside {
+    Inside() { inside = true; }
+    ~Inside() { inside = false; }
+  } mark;
   // About 4 chunks per thread balances uneven work without much scheduling cost.
   const int64_t chunk = std::max(grain, (n + 4 * n_threads_ - 1) / (4 * n_threads_));
   fn_ = &fn;
@@ -107,15 +115,19 @@ std::unique_ptr<ThreadPool>& global_slot() {
   static std::unique_ptr<ThreadPool> pool;
   return pool;
 }
+std::mutex g_global_mu;
 }  // namespace
 
 ThreadPool& ThreadPool::global() {
+  std::lock_guard<std::mutex> lock(g_global_mu);
   auto& p = global_slot();
   if (!p) p = std::make_unique<ThreadPool>(default_threads());
   return *p;
 }
 
 void ThreadPool::set_global_threads(int n) {
+  // Call once at start-up, before kernels run: the old pool is destroyed.
+  std::lock_guard<std::mutex> lock(g_global_mu);
   auto& p = global_slot();
   if (n <= 0) n = default_threads();
   if (!p || p->size() != n) p = std::make_unique<ThreadPool>(n);

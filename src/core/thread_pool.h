@@ -1,7 +1,8 @@
 // A fork-join thread pool: parallel_for splits [0, n) into chunks run by persistent workers.
 //
 // The calling thread takes part in the work, so a pool of N threads starts N-1 workers and never
-// oversubscribes. Not a task scheduler: one parallel_for runs at a time per pool.
+// oversubscribes. Not a task scheduler: one parallel_for runs at a time per pool (concurrent callers
+// take turns; a nested call from inside a job runs inline).
 //
 // Workers (and the caller waiting for them) spin for a short while (~tens of microseconds) before
 // sleeping on a condition variable: a decode step issues hundreds of parallel_for calls of a few
@@ -45,6 +46,7 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
+  std::mutex call_mu_;  // serialises parallel_for calls from different threads
   std::condition_variable cv_start_, cv_done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
