@@ -22,8 +22,11 @@ using nlohmann::json;
 namespace {
 
 struct Case {
-  std::string model_dir, json_path, ref_path, name;
+  std::string model_dir, json_path, ref_path, name, backend;
 };
+
+// The FP32 paths: the scalar oracle and the fast CPU kernels in FP32.
+const char* kBackends[] = {"ref", "cpu-f32"};
 
 std::vector<Case> discover() {
   std::vector<Case> cases;
@@ -40,7 +43,12 @@ std::vector<Case> discover() {
       k.name = m.path().filename().string() + "__" + c.path().stem().string();
       for (char& ch : k.name)
         if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      cases.push_back(k);
+      for (const char* b : kBackends) {
+        Case kb = k;
+        kb.backend = b;
+        kb.name += std::string("__") + (b[0] == 'r' ? "ref" : "cpu_f32");
+        cases.push_back(kb);
+      }
     }
   }
   std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
@@ -70,7 +78,8 @@ TEST_P(ModelGolden, MatchesTransformers) {
   const json spec = json::parse(in);
   const fs::path repo = fs::path(LOCR_FIXTURES_DIR).parent_path().parent_path();
   const std::string out = (fs::temp_directory_path() / ("locr_golden_" + c.name + ".safetensors")).string();
-  std::string cmd = std::string(LOCR_BIN) + " dump --model " + shell_quote(c.model_dir) + " --out " + shell_quote(out);
+  std::string cmd = std::string(LOCR_BIN) + " dump --model " + shell_quote(c.model_dir) + " --backend " + c.backend +
+                    " --out " + shell_quote(out);
   if (spec.contains("prompt") && spec["prompt"].is_string()) cmd += " --prompt " + shell_quote(spec["prompt"]);
   if (spec.contains("system") && spec["system"].is_string()) cmd += " --system " + shell_quote(spec["system"]);
   std::vector<std::string> images;
@@ -126,7 +135,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ModelGolden);
 
 TEST(ModelGoldenSuite, FixturesArePresent) {
   // Guard against a silently empty suite: the committed fixtures must be found.
-  EXPECT_GE(discover().size(), 8u) << "expected fixture cases under " << LOCR_FIXTURES_DIR << "/models";
+  EXPECT_GE(discover().size(), 16u) << "expected fixture cases under " << LOCR_FIXTURES_DIR << "/models";
 }
 
 }  // namespace

@@ -111,10 +111,10 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
   }
 
   void check_attention(int64_t n_q, int64_t n_kv, int64_t heads, int64_t kv_heads, int64_t hd, bool causal,
-                       int64_t q_offset, int64_t pad) {
+                       int64_t q_offset, int64_t pad, int64_t block_size = 0) {
     SCOPED_TRACE(testing::Message() << "n_q=" << n_q << " n_kv=" << n_kv << " heads=" << heads << "/" << kv_heads
                                     << " hd=" << hd << " causal=" << causal << " q_offset=" << q_offset
-                                    << " pad=" << pad);
+                                    << " pad=" << pad << " block_size=" << block_size);
     AttentionParams p;
     p.n_q = n_q;
     p.n_kv = n_kv;
@@ -132,8 +132,25 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
     const auto k = random_vec(n_kv * p.kv_stride, 12, -2.0f, 2.0f);
     const auto v = random_vec(n_kv * p.kv_stride, 13);
     std::vector<float> out(n_q * p.out_stride, 7.0f), outr(n_q * p.out_stride, 7.0f);
-    ops_->attention(q.data(), k.data(), v.data(), out.data(), p);
     ref_->attention(q.data(), k.data(), v.data(), outr.data(), p);
+    if (block_size > 0) {
+      // Paged KV: scatter the rows over a pool in reversed block order (plus a spare block), with
+      // NaN in the unused rows so a wrong read shows up.
+      const int64_t n_blocks = (n_kv + block_size - 1) / block_size;
+      std::vector<int32_t> table(n_blocks);
+      for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - b);
+      std::vector<float> kp((n_blocks + 1) * block_size * p.kv_stride, NAN), vp(kp.size(), NAN);
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const int64_t row = table[j / block_size] * block_size + j % block_size;
+        std::copy(k.begin() + j * p.kv_stride, k.begin() + (j + 1) * p.kv_stride, kp.begin() + row * p.kv_stride);
+        std::copy(v.begin() + j * p.kv_stride, v.begin() + (j + 1) * p.kv_stride, vp.begin() + row * p.kv_stride);
+      }
+      p.block_table = table.data();
+      p.block_size = block_size;
+      ops_->attention(q.data(), kp.data(), vp.data(), out.data(), p);
+    } else {
+      ops_->attention(q.data(), k.data(), v.data(), out.data(), p);
+    }
     // Outputs are convex combinations of v rows (|v| <= 1). f32: score errors ~1e-6 relative.
     // bf16: q, k, p and v rounded to bf16 (2^-8 relative each).
     const double tol = bf16() ? 1.5e-2 : 2e-5;
@@ -209,6 +226,14 @@ TEST_P(CpuOpsTest, AttentionDecode) {
   // Most key chunks lie past the causal limit (empty partials must not disturb the merge).
   check_attention(2, 300, 4, 2, 128, true, 40, 0);
   check_attention(4, 1000, 2, 2, 64, false, 0, 3);
+}
+
+TEST_P(CpuOpsTest, AttentionPagedKv) {
+  check_attention(1, 131, 4, 2, 128, true, 130, 0, 16);   // decode, partial last block
+  check_attention(3, 70, 4, 2, 128, true, 67, 2, 16);
+  check_attention(1, 5, 2, 1, 64, true, 4, 0, 16);        // fewer keys than one block
+  check_attention(40, 103, 4, 2, 128, true, 63, 0, 16);   // chunked prefill (tiled path)
+  check_attention(20, 64, 2, 2, 64, true, 44, 1, 32);
 }
 
 TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {

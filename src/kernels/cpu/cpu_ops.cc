@@ -410,7 +410,10 @@ class CpuOps final : public Ops {
     const int64_t group = p.n_heads / p.n_kv_heads;
     if (p.n_q <= kAttnRowsMaxQ) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
-      const int64_t chunk = std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
+      // With a paged KV cache a chunk is one block, whose rows are contiguous in the pool.
+      const bool paged = p.block_table != nullptr;
+      const int64_t chunk = paged ? p.block_size
+                                  : std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
       const int64_t n_chunks = ceil_div(std::max<int64_t>(p.n_kv, 1), chunk);
       const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
       const size_t per = static_cast<size_t>(p.n_heads * chunk + 16);
@@ -421,7 +424,13 @@ class CpuOps final : public Ops {
       pool.parallel_for(p.n_q * n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
         for (int64_t task = b; task < e; ++task) {
           const int64_t i = task / n_chunks, c = task % n_chunks;
-          t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
+          AttnArgs ac = a;
+          if (paged) {  // rebase so that logical row j of this block addresses its pool row
+            const int64_t shift = (static_cast<int64_t>(p.block_table[c]) - c) * p.block_size * p.kv_stride;
+            ac.k = k + shift;
+            ac.v = v + shift;
+          }
+          t_->attn_chunk(ac, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
                          pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
         }
       });
@@ -432,7 +441,8 @@ class CpuOps final : public Ops {
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
-    if (p.kv_stride != p.head_dim && p.n_kv > 0) {
+    // A paged cache is gathered through its block table in the same copy.
+    if ((p.kv_stride != p.head_dim || p.block_table) && p.n_kv > 0) {
       const int64_t per_head = p.n_kv * p.head_dim;
       kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
       float* kc = kv_copy.get();
@@ -440,8 +450,9 @@ class CpuOps final : public Ops {
       pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
         for (int64_t j = b; j < e; ++j)
           for (int64_t kh = 0; kh < p.n_kv_heads; ++kh) {
-            std::memcpy(kc + kh * per_head + j * p.head_dim, k + j * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
-            std::memcpy(vc + kh * per_head + j * p.head_dim, v + j * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+            const int64_t row = p.kv_row(j);
+            std::memcpy(kc + kh * per_head + j * p.head_dim, k + row * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+            std::memcpy(vc + kh * per_head + j * p.head_dim, v + row * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
           }
       });
       a.k = kc;
