@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 
@@ -166,19 +167,6 @@ Scratch& scratch_slot(int i) {
   return s[i];
 }
 
-// Value of w(r, c) in the storage dtype of the panel.
-inline uint16_t weight_bf16(const Matrix& w, int64_t r, int64_t c) {
-  const int64_t i = r * w.cols + c;
-  switch (w.dtype) {
-    case DType::kBF16:
-      return static_cast<const uint16_t*>(w.data)[i];
-    case DType::kF16:
-      return f32_to_bf16(f16_to_f32(static_cast<const uint16_t*>(w.data)[i]));
-    default:
-      return f32_to_bf16(static_cast<const float*>(w.data)[i]);
-  }
-}
-
 std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
   LOCR_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kBF16 || w.dtype == DType::kF16,
              "matmul weight dtype ", dtype_name(w.dtype), " is not supported");
@@ -195,20 +183,39 @@ std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
   pw->bytes = static_cast<size_t>(pw->panels) * pw->k_pad * nr * elem;
   pw->data = aligned_bytes(pw->bytes);
   const int64_t N = pw->n, K = pw->k, KP = pw->k_pad;
+  // Row n of W (contiguous in k) becomes column c of its panel: a transpose with stride nr (or
+  // 2 nr for pairs). Typed loops, one pass over the source, panels split across threads.
   ThreadPool::global().parallel_for(pw->panels, 1, [&](int64_t b, int64_t e, int) {
+    std::vector<float> row(static_cast<size_t>(K));
     for (int64_t p = b; p < e; ++p) {
       for (int c = 0; c < nr; ++c) {
         const int64_t n = p * nr + c;
+        const bool valid = n < N;
         if (fmt == BFormat::kKMajorF32) {
           float* d = static_cast<float*>(pw->data) + p * KP * nr + c;
-          for (int64_t k = 0; k < KP; ++k) d[k * nr] = (n < N && k < K) ? w.at(n, k) : 0.0f;
-        } else if (fmt == BFormat::kKMajorBf16) {
+          if (valid) convert_to_f32(w.dtype, static_cast<const char*>(w.data) + n * K * dtype_size(w.dtype), row.data(), K);
+          for (int64_t k = 0; k < KP; ++k) d[k * nr] = (valid && k < K) ? row[k] : 0.0f;
+          continue;
+        }
+        // bf16 panels: BF16 rows are copied bit for bit, F32/F16 rows rounded to bf16.
+        const uint16_t* src16 = nullptr;
+        std::vector<uint16_t> tmp;
+        if (valid) {
+          if (w.dtype == DType::kBF16) {
+            src16 = static_cast<const uint16_t*>(w.data) + n * K;
+          } else {
+            convert_to_f32(w.dtype, static_cast<const char*>(w.data) + n * K * dtype_size(w.dtype), row.data(), K);
+            tmp.resize(static_cast<size_t>(K));
+            for (int64_t k = 0; k < K; ++k) tmp[k] = f32_to_bf16(row[k]);
+            src16 = tmp.data();
+          }
+        }
+        if (fmt == BFormat::kKMajorBf16) {
           uint16_t* d = static_cast<uint16_t*>(pw->data) + p * KP * nr + c;
-          for (int64_t k = 0; k < KP; ++k) d[k * nr] = (n < N && k < K) ? weight_bf16(w, n, k) : 0;
+          for (int64_t k = 0; k < KP; ++k) d[k * nr] = (valid && k < K) ? src16[k] : 0;
         } else {
           uint16_t* d = static_cast<uint16_t*>(pw->data) + p * KP * nr + 2 * c;
-          for (int64_t k = 0; k < KP; ++k)
-            d[(k / 2) * nr * 2 + (k & 1)] = (n < N && k < K) ? weight_bf16(w, n, k) : 0;
+          for (int64_t k = 0; k < KP; ++k) d[(k / 2) * nr * 2 + (k & 1)] = (valid && k < K) ? src16[k] : 0;
         }
       }
     }
@@ -252,6 +259,10 @@ class CpuOps final : public Ops {
     std::shared_ptr<void> temp;
     const PackedWeight* pw = own_packed(w);
     if (pw == nullptr) {
+      // Correct but slow (a full copy per call): weights should be prepare()d once at load.
+      static std::atomic<bool> warned{false};
+      if (w.rows * w.cols >= (1 << 20) && !warned.exchange(true))
+        LOCR_DEBUG(name_, ": matmul on an unprepared ", w.rows, "x", w.cols, " weight packs it on every call");
       temp = pack_weight(w, format_for(w.dtype), t_->nr);
       pw = static_cast<const PackedWeight*>(temp.get());
     }
@@ -407,7 +418,6 @@ class CpuOps final : public Ops {
     a.scale = p.scale;
     a.causal = p.causal;
     ThreadPool& pool = ThreadPool::global();
-    const int64_t group = p.n_heads / p.n_kv_heads;
     if (p.n_q <= kAttnRowsMaxQ) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
       // With a paged KV cache a chunk is one block, whose rows are contiguous in the pool.

@@ -4,6 +4,11 @@
 // construction: AVX-512 with AVX512_BF16, AVX-512, AVX2+FMA, or portable C++. Tests and benchmarks
 // may force a path with make_cpu_ops(precision, isa); the environment variable LOCR_CPU_ISA
 // (generic, avx2, avx512, avx512-bf16) caps the automatic choice.
+//
+// Call prepare() on every matmul weight once at load: it packs the weight into the microkernel's
+// panel layout (bf16 in cpu-bf16, and for BF16 weights in cpu-f32 too), after which matmul never
+// reads the original. matmul on an unprepared weight still works but packs a temporary copy on
+// every call. An Ops instance may be used by one thread at a time (scratch is per calling thread).
 #pragma once
 
 #include <cstdint>
