@@ -45,6 +45,7 @@ int cmd_dump(int argc, char** argv) {
   runtime::GenerateOptions go;
   go.max_tokens = a.get_int("max-tokens", 32);
   go.sampling.temperature = 0.0f;
+  go.loop_guard.enabled = false;  // parity dumps compare raw greedy ids
   for (int id : m->generation_config().eos_token_ids) go.eos_ids.push_back(id);
   runtime::GenerateHooks hooks;
   hooks.on_images = [&](const model::ImageEncoding& enc) {

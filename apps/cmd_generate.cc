@@ -14,6 +14,7 @@ int cmd_generate(int argc, char** argv) {
   add_model_options(a);
   add_prompt_options(a);
   add_sampling_options(a);
+  a.flag("loop-guard", "stop when the output starts to repeat itself verbatim (default on; --no-loop-guard)");
   if (!a.parse(argc, argv)) return 0;
   auto m = load_model(a);
   const model::Prompt prompt = build_cli_prompt(*m, a);
@@ -21,6 +22,7 @@ int cmd_generate(int argc, char** argv) {
   go.max_tokens = a.get_int("max-tokens", m->generation_config().max_new_tokens > 0
                                               ? m->generation_config().max_new_tokens : 1024);
   go.sampling = sampling_from_args(a, m->generation_config());
+  go.loop_guard.enabled = a.get_flag("loop-guard", true);
   for (int id : m->generation_config().eos_token_ids) go.eos_ids.push_back(id);
   runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
   runtime::GenerateHooks hooks;
@@ -35,7 +37,7 @@ int cmd_generate(int argc, char** argv) {
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fputc('\n', stdout);
   LOCR_INFO("prompt ", prompt.ids.size(), " tokens (", prompt.images.size(), " images), generated ", r.tokens.size(),
-            " tokens, finish_reason=", r.finish_reason, "; vision ", r.vision_s, " s, prefill ", r.prefill_s,
+            " tokens, finish_reason=", r.finish_reason, r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")", "; vision ", r.vision_s, " s, prefill ", r.prefill_s,
             " s, decode ", r.decode_s, " s");
   return 0;
 }

@@ -28,6 +28,7 @@ struct Engine::Seq {
   bool vision_done = true;
   // Sampling.
   std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<LoopGuard> loop_guard;
   std::unordered_map<int32_t, int> out_counts;
   // Timing.
   Clock::time_point t_submit, t_admit, t_last_token;
@@ -77,6 +78,7 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
   s->tokens = in.prompt_ids;
   s->n_prompt = in.prompt_ids.size();
   s->sampler = std::make_unique<Sampler>(in.sampling);
+  s->loop_guard = std::make_unique<LoopGuard>(in.loop_guard);
   s->t_submit = Clock::now();
   s->in = std::move(in);
   auto stream = s->stream;
@@ -286,6 +288,10 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
     stop_reason = std::to_string(tok);
   } else if (is_eos && !in.ignore_eos) {
     reason = "stop";
+  } else if (s.loop_guard->push(tok)) {
+    reason = "stop";
+    stop_reason = "repetition";
+    metrics_.repetition_stops.fetch_add(1);
   } else if (s.n_generated() >= in.max_tokens || static_cast<int64_t>(s.tokens.size()) >= opts_.max_model_len) {
     reason = "length";
   }

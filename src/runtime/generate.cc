@@ -48,6 +48,7 @@ GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt,
 
   t0 = std::chrono::steady_clock::now();
   Sampler sampler(opts.sampling);
+  LoopGuard guard(opts.loop_guard);
   std::vector<float> h(tc.hidden_size);
   r.finish_reason = "length";
   for (int step = 0; step < opts.max_tokens; ++step) {
@@ -66,6 +67,11 @@ GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt,
     }
     if (eos) {
       r.finish_reason = "stop";
+      break;
+    }
+    if (guard.push(tok)) {
+      r.finish_reason = "stop";
+      r.stop_reason = "repetition";
       break;
     }
   }

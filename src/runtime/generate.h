@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/lighton_ocr.h"
+#include "runtime/loop_guard.h"
 #include "runtime/sampler.h"
 
 namespace locr::runtime {
@@ -18,11 +19,13 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // stop (and keep the token) when one is produced
   bool ignore_eos = false;
+  LoopGuardConfig loop_guard;    // stops degenerate repetition (finish_reason "stop")
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;
-  std::string finish_reason;  // "stop" (EOS) or "length"
+  std::string finish_reason;  // "stop" (EOS or loop guard) or "length"
+  std::string stop_reason;    // "repetition" when the loop guard stopped it
   double vision_s = 0, prefill_s = 0, decode_s = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/processor.h"
+#include "runtime/loop_guard.h"
 #include "runtime/sampler.h"
 
 namespace locr::runtime {
@@ -31,7 +32,7 @@ struct RequestInput {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   int logprobs = -1;                           // -1: none; k >= 0: chosen token + top k
-  bool repetition_guard = false;               // stop on degenerate repetition loops
+  LoopGuardConfig loop_guard;                  // stop on degenerate repetition loops
 };
 
 struct TopLogprob {

@@ -162,6 +162,41 @@ TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
   EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
 }
 
+std::vector<int32_t> collect_event_reasons(RequestStream& s, std::string* reason, std::string* stop_reason) {
+  std::vector<int32_t> out;
+  for (;;) {
+    auto e = s.next(60s);
+    if (!e) return out;
+    if (e->token >= 0) out.push_back(e->token);
+    if (e->finished) {
+      *reason = e->finish_reason;
+      *stop_reason = e->stop_reason;
+      return out;
+    }
+  }
+}
+
+TEST(Engine, LoopGuardStopsADegenerateGreedyLoop) {
+  // Greedy decoding of this random tiny model settles into a cycle (seen in the reference run:
+  // "... 245 245 245 ..."); the guard must stop it with stop_reason "repetition".
+  EngineOptions o;
+  Engine engine(tiny_model(), o);
+  auto in = make_request("Hello, how are you?", 4000);
+  in.ignore_eos = true;
+  std::string reason, stop_reason;
+  const auto got = collect_event_reasons(*engine.submit(in), &reason, &stop_reason);
+  EXPECT_EQ(reason, "stop");
+  EXPECT_EQ(stop_reason, "repetition");
+  EXPECT_LT(got.size(), 4000u);
+  EXPECT_EQ(engine.metrics().repetition_stops.load(), 1u);
+  // Switched off, the same request runs to max_tokens.
+  in.loop_guard.enabled = false;
+  in.max_tokens = 1200;
+  const auto full = collect_event_reasons(*engine.submit(in), &reason, &stop_reason);
+  EXPECT_EQ(reason, "length");
+  EXPECT_EQ(full.size(), 1200u);
+}
+
 TEST(Engine, StopsAtMaxTokensAndStopTokenIds) {
   EngineOptions o;
   Engine engine(tiny_model(), o);

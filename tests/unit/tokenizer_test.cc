@@ -7,7 +7,7 @@
 //  - a hand-made toy tokenizer for the merge order and the error paths.
 // No timing assertions here; throughput is measured separately.
 #include <gtest/gtest.h>
-#include <zlib.h>
+#include "../common/fixtures.h"
 
 #include <cstdio>
 #include <fstream>
@@ -39,16 +39,7 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string read_gzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  EXPECT_NE(f, nullptr) << "cannot open " << path;
-  if (f == nullptr) return {};
-  std::string out;
-  char buf[1 << 16];
-  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
-}
+using test::read_gzip;
 
 std::vector<json> read_jsonl(const std::string& text) {
   std::vector<json> rows;
@@ -65,14 +56,11 @@ std::string show(const std::string& s) {
 }
 
 const json& qwen2_json() {
-  static const json j = json::parse(read_gzip(fixture_path("qwen2_tokenizer.json.gz")));
+  static const json j = json::parse(test::qwen_tokenizer_json());
   return j;
 }
 
-const Tokenizer& qwen2() {
-  static const std::unique_ptr<Tokenizer> t = Tokenizer::from_json(qwen2_json().dump());
-  return *t;
-}
+const Tokenizer& qwen2() { return test::qwen_tokenizer(); }
 
 const std::vector<json>& encode_goldens() {
   static const std::vector<json> rows = read_jsonl(read_text(fixture_path("encode_goldens.jsonl")));
