@@ -157,7 +157,8 @@ int cmd_serve(int argc, char** argv) {
     if (a.has(name)) {
       if (std::string(name) == "compilation-config") {
         try {
-          (void)nlohmann::json::parse(a.get(name));
+          const auto parsed = nlohmann::json::parse(a.get(name));
+          (void)parsed;
         } catch (const std::exception&) {
           fail(ErrorKind::kInvalidArgument, "--compilation-config expects JSON, got '", a.get(name), "'");
         }

@@ -48,12 +48,13 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id);
   const model::Tokenizer& tok = ctx.model().tokenizer();
   const bool logprobs = p.logprobs >= 0;
+  const bool as_ids = p.tokens_as_ids;
 
   GenerationWriter w;
   if (!p.stream) {
     w.on_deltas = [](std::vector<ChoiceDelta>&, std::string&) {};
-    w.on_done = [head, gen, logprobs, &tok](std::string& out) {
-      out = json_text(chat_response(head, *gen, logprobs, tok));
+    w.on_done = [head, gen, logprobs, as_ids, &tok](std::string& out) {
+      out = json_text(chat_response(head, *gen, logprobs, tok, as_ids));
     };
     respond_with_generation(ctx, res, gen, "application/json", std::move(w));
     return;
@@ -69,11 +70,11 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     for (int i = 0; i < gen->n_choices(); ++i)
       out += sse_event(with_usage(chat_chunk(head, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, nullptr)));
   };
-  w.on_deltas = [head, logprobs, &tok, with_usage](std::vector<ChoiceDelta>& ds, std::string& out) {
+  w.on_deltas = [head, logprobs, as_ids, &tok, with_usage](std::vector<ChoiceDelta>& ds, std::string& out) {
     for (auto& d : ds) {
       if (d.text.empty() && d.logprobs.empty() && !d.finished) continue;
       const json delta = d.text.empty() && d.finished ? json::object() : json{{"content", d.text}};
-      const json lp = logprobs ? chat_logprobs_json(d.logprobs, tok) : json(nullptr);
+      const json lp = logprobs ? chat_logprobs_json(d.logprobs, tok, as_ids) : json(nullptr);
       out += sse_event(with_usage(chat_chunk(head, d.index, delta, lp, d.finished ? json(d.finish_reason) : json(nullptr),
                                              d.stop_reason)));
     }

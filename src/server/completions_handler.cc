@@ -29,12 +29,13 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   const ResponseHead head{"cmpl-" + request_log().id, unix_now(), model_name};
   auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id);
   const bool logprobs = p.logprobs >= 0;
+  const bool as_ids = p.tokens_as_ids;
 
   GenerationWriter w;
   if (!p.stream) {
     w.on_deltas = [](std::vector<ChoiceDelta>&, std::string&) {};
-    w.on_done = [head, gen, logprobs, &tok](std::string& out) {
-      out = json_text(completion_response(head, *gen, logprobs, tok));
+    w.on_done = [head, gen, logprobs, as_ids, &tok](std::string& out) {
+      out = json_text(completion_response(head, *gen, logprobs, tok, as_ids));
     };
     respond_with_generation(ctx, res, gen, "application/json", std::move(w));
     return;
@@ -55,10 +56,10 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
         out += sse_event(with_usage(completion_chunk(head, i, echo, nullptr, nullptr, nullptr)));
       }
     };
-  w.on_deltas = [head, logprobs, &tok, with_usage, offsets](std::vector<ChoiceDelta>& ds, std::string& out) {
+  w.on_deltas = [head, logprobs, as_ids, &tok, with_usage, offsets](std::vector<ChoiceDelta>& ds, std::string& out) {
     for (auto& d : ds) {
       if (d.text.empty() && d.logprobs.empty() && !d.finished) continue;
-      const json lp = logprobs ? completion_logprobs_json(d.logprobs, tok, (*offsets)[d.index]) : json(nullptr);
+      const json lp = logprobs ? completion_logprobs_json(d.logprobs, tok, (*offsets)[d.index], as_ids) : json(nullptr);
       out += sse_event(with_usage(completion_chunk(head, d.index, d.text, lp,
                                                    d.finished ? json(d.finish_reason) : json(nullptr), d.stop_reason)));
     }

@@ -42,6 +42,7 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
   const int64_t max_len = ctx.engine().options().max_model_len;
   const auto& gc = ctx.model().generation_config();
   for (int id : gc.eos_token_ids) eos_ids_.push_back(id);
+  vocab_ = ctx.model().tokenizer().vocab_size();
   std::vector<int> max_tokens(prompts_.size());
   for (size_t i = 0; i < prompts_.size(); ++i) {
     const int64_t len = static_cast<int64_t>(prompts_[i].ids.size());
@@ -129,7 +130,8 @@ void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
     const bool stop_token =
         std::find(params_.stop_token_ids.begin(), params_.stop_token_ids.end(), e.token) != params_.stop_token_ids.end() ||
         (!params_.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), e.token) != eos_ids_.end());
-    if (!stop_token || params_.include_stop_str_in_output) piece = c.detok.push(e.token);
+    // Ids past the tokenizer (the embedding matrix is padded) decode to nothing, as in HF.
+    if ((!stop_token || params_.include_stop_str_in_output) && e.token < vocab_) piece = c.detok.push(e.token);
   }
   if (e.finished) piece += c.detok.finish();
   std::string out = c.stop.push(piece);

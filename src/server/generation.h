@@ -90,6 +90,7 @@ class Generation {
   std::vector<std::unique_ptr<Choice>> choices_;
   std::vector<ChoiceResult> results_;
   std::vector<int32_t> eos_ids_;
+  int32_t vocab_ = 0;  // tokenizer ids
   int n_finished_ = 0;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
 };

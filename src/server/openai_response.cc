@@ -4,13 +4,21 @@
 
 namespace locr::server {
 
+std::string token_text(const model::Tokenizer& tok, int32_t id);
+
 namespace {
 
-std::string token_text(const model::Tokenizer& tok, int32_t id) { return runtime::utf8_sanitize(tok.token_bytes(id)); }
+std::string id_text(int32_t id) { return "token_id:" + std::to_string(id); }
+
+// Ids past the tokenizer's vocabulary (padding rows of the embedding) have no text.
+std::string raw_bytes(const model::Tokenizer& tok, int32_t id) {
+  return id >= 0 && id < tok.vocab_size() ? tok.token_bytes(id) : std::string();
+}
+
 
 json bytes_of(const model::Tokenizer& tok, int32_t id) {
   json b = json::array();
-  for (unsigned char c : tok.token_bytes(id)) b.push_back(static_cast<int>(c));
+  for (unsigned char c : raw_bytes(tok, id)) b.push_back(static_cast<int>(c));
   return b;
 }
 
@@ -21,6 +29,8 @@ json reason_or_null(const std::string& r) { return r.empty() ? json(nullptr) : j
 
 }  // namespace
 
+std::string token_text(const model::Tokenizer& tok, int32_t id) { return runtime::utf8_sanitize(raw_bytes(tok, id)); }
+
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"total_tokens", prompt_tokens + completion_tokens},
@@ -28,7 +38,8 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
           {"prompt_tokens_details", nullptr}};
 }
 
-json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok) {
+json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, bool as_ids) {
+  auto token_text = [&](const model::Tokenizer& t, int32_t id) { return as_ids ? id_text(id) : server::token_text(t, id); };
   json content = json::array();
   for (const auto& lp : lps) {
     json top = json::array();
@@ -42,7 +53,9 @@ json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Token
   return {{"content", std::move(content)}};
 }
 
-json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, int64_t& offset) {
+json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, int64_t& offset,
+                              bool as_ids) {
+  auto token_text = [&](const model::Tokenizer& t, int32_t id) { return as_ids ? id_text(id) : server::token_text(t, id); };
   json tokens = json::array(), token_lps = json::array(), tops = json::array(), offsets = json::array();
   for (const auto& lp : lps) {
     const std::string text = token_text(tok, lp.token);
@@ -61,13 +74,13 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const model:
           {"top_logprobs", std::move(tops)}};
 }
 
-json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok) {
+json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok, bool as_ids) {
   json choices = json::array();
   const auto& rs = g.results();
   for (size_t i = 0; i < rs.size(); ++i) {
     choices.push_back({{"index", i},
                        {"message", {{"role", "assistant"}, {"content", rs[i].text}, {"tool_calls", json::array()}}},
-                       {"logprobs", logprobs ? chat_logprobs_json(rs[i].logprobs, tok) : json(nullptr)},
+                       {"logprobs", logprobs ? chat_logprobs_json(rs[i].logprobs, tok, as_ids) : json(nullptr)},
                        {"finish_reason", reason_or_null(rs[i].finish_reason)},
                        {"stop_reason", rs[i].stop_reason}});
   }
@@ -91,7 +104,8 @@ json chat_chunk(const ResponseHead& h, int index, const json& delta, const json&
           {"choices", json::array({std::move(choice)})}};
 }
 
-json completion_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok) {
+json completion_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok,
+                         bool as_ids) {
   json choices = json::array();
   const auto& rs = g.results();
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -100,7 +114,7 @@ json completion_response(const ResponseHead& h, const Generation& g, bool logpro
     int64_t offset = static_cast<int64_t>(echo.size());
     choices.push_back({{"index", i},
                        {"text", echo + rs[i].text},
-                       {"logprobs", logprobs ? completion_logprobs_json(rs[i].logprobs, tok, offset) : json(nullptr)},
+                       {"logprobs", logprobs ? completion_logprobs_json(rs[i].logprobs, tok, offset, as_ids) : json(nullptr)},
                        {"finish_reason", reason_or_null(rs[i].finish_reason)},
                        {"stop_reason", rs[i].stop_reason},
                        {"prompt_logprobs", nullptr}});

@@ -200,6 +200,7 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) 
       bad_request("'suffix' is not supported by this server", "suffix");
   }
 
+  if (auto v = opt_bool(body, "return_tokens_as_token_ids")) p.tokens_as_ids = *v;
   if (auto v = opt_int(body, "n")) {
     if (*v < 1 || *v > ctx.opts().max_n) bad_request(str("'n' must be in [1, ", ctx.opts().max_n, "], got ", *v), "n");
     p.n = static_cast<int>(*v);

@@ -45,6 +45,7 @@ struct GenParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   int logprobs = -1;                 // -1: none; k: the chosen token's and the top k
+  bool tokens_as_ids = false;        // return_tokens_as_token_ids
   int n = 1;
   bool echo = false;                 // completions only
   bool stream = false;
