@@ -21,6 +21,9 @@ MODEL = FIXTURES / "models" / "tiny_a"
 IMAGES = FIXTURES / "images"
 NAME = "lightonocr-2-1b"
 
+# A load script, not a test (its name matches pytest's *_test.py pattern).
+collect_ignore = ["load_test.py"]
+
 
 def locr_bin():
     return os.environ.get("LOCR_BIN", str(ROOT / "build" / "bin" / "locr"))
