@@ -1,6 +1,12 @@
-// Image decoding (PNG, JPEG, WebP, BMP, GIF first frame, TIFF) to 8-bit RGB, converting modes as
-// Pillow's Image.convert("RGB") does (grayscale, palette, alpha dropped without compositing, CMYK,
-// 16-bit). A pixel limit refuses decompression bombs before any large allocation.
+// Image decoding (PNG, JPEG, WebP, BMP, GIF first frame, TIFF first page) to 8-bit RGB, converting
+// modes as Pillow's Image.convert("RGB") does (grayscale, palette, alpha dropped without compositing,
+// CMYK, 16-bit). A pixel limit refuses decompression bombs before any large allocation.
+//
+// Where the source carries transparency (an alpha band, or a tRNS / GIF transparent index), the
+// alpha that Pillow's convert("RGBA") would give is kept next to the RGB: transformers' PIL path
+// (image_transforms.convert_to_rgb, v5) composites such images onto white before preprocessing,
+// which flatten_alpha_on_white() reproduces bit for bit. This file does not resize, apply EXIF
+// orientation (Pillow does not on open) or colour management (ICC profiles, gAMA are ignored).
 #pragma once
 
 #include <cstdint>
@@ -14,15 +20,50 @@ struct Image {
   int width = 0;
   int height = 0;
   std::vector<uint8_t> rgb;  // [height, width, 3], row-major
+  // [height, width] alpha as Pillow's convert("RGBA") gives it, or empty when the source has no
+  // transparency (Pillow: no "A" band and no "transparency" info).
+  std::vector<uint8_t> alpha;
+  bool has_alpha() const { return !alpha.empty(); }
 };
 
 struct DecodeOptions {
   int64_t max_pixels = 178956970;  // Pillow's MAX_IMAGE_PIXELS * 2 (DecompressionBombError)
 };
 
+enum class ImageFormat { kUnknown, kPng, kJpeg, kWebp, kGif, kBmp, kTiff };
+
+// Sniffs the format from the leading bytes (magic numbers only; nothing is decoded).
+ImageFormat detect_image_format(std::string_view bytes);
+const char* image_format_name(ImageFormat format);  // "PNG", "JPEG", ...; "unknown"
+
 // Detects the format from the bytes. Throws locr::Error (kInvalidArgument for corrupt/truncated/
-// unknown data, kLimit for too many pixels) with a message naming the format and the problem.
+// unknown data, kLimit for too many pixels, kUnsupported for valid but unsupported variants such
+// as 12-bit JPEG) with a message naming the format and the problem.
 Image decode_image(std::string_view bytes, const DecodeOptions& opts = {});
 Image load_image(const std::string& path, const DecodeOptions& opts = {});
+
+// What transformers' convert_to_rgb does to a PIL image with transparency: convert("RGBA"), then
+// Image.alpha_composite over opaque white, then RGB (Pillow's integer formula, exact). A no-op
+// when the image has no alpha; clears `alpha` afterwards.
+void flatten_alpha_on_white(Image& image);
+
+namespace detail {
+
+// Throws kLimit if width * height exceeds opts.max_pixels, kInvalidArgument if a side is <= 0.
+// Called by every decoder with the header's size before the pixel buffer is allocated.
+void check_dimensions(const char* format, int64_t width, int64_t height, const DecodeOptions& opts);
+
+// Per-format decoders; `bytes` is known to start with the format's magic number.
+Image decode_png(std::string_view bytes, const DecodeOptions& opts);
+Image decode_jpeg(std::string_view bytes, const DecodeOptions& opts);
+Image decode_webp(std::string_view bytes, const DecodeOptions& opts);
+Image decode_gif(std::string_view bytes, const DecodeOptions& opts);
+Image decode_bmp(std::string_view bytes, const DecodeOptions& opts);
+Image decode_tiff(std::string_view bytes, const DecodeOptions& opts);
+
+// Pillow's CMYK -> RGB (Convert.c cmyk2rgb): nk = 255 - k; r = nk - round(c * nk / 255), ...
+void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int64_t n_pixels);
+
+}  // namespace detail
 
 }  // namespace locr::io

@@ -29,8 +29,8 @@ class Scope {
 
 class Interpreter {
  public:
-  // `globals` holds the builtin functions; `context` the render variables (a dict value).
-  Interpreter(const Value& context);
+  // `context` holds the render variables (a dict value); they shadow the builtin globals.
+  explicit Interpreter(const Value& context);
 
   std::string render(const Body& body);
 

@@ -89,6 +89,7 @@ ExprPtr Parser::parse_and() {
 }
 
 ExprPtr Parser::parse_not() {
+  NestingGuard guard(this);
   if (is_name("not")) {
     auto e = make_expr(Expr::Kind::kNot, cur().line);
     next();
@@ -170,6 +171,7 @@ ExprPtr Parser::parse_pow() {
 }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
+  NestingGuard guard(this);
   ExprPtr node;
   if (is_op("-") || is_op("+")) {
     node = make_expr(is_op("-") ? Expr::Kind::kNeg : Expr::Kind::kPos, cur().line);

@@ -86,6 +86,7 @@ Body Parser::parse_statements(const std::vector<std::string>& end_tags, bool dro
 }
 
 std::unique_ptr<Stmt> Parser::parse_statement() {
+  NestingGuard guard(this);
   if (cur().type != Tok::kName) syntax_error(cur().line, "tag name expected");
   const std::string tag = cur().text;
   const int line = cur().line;

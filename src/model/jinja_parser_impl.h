@@ -21,6 +21,8 @@ inline ExprPtr make_expr(Expr::Kind kind, int line) {
 
 class Parser {
  public:
+  static constexpr int kMaxNesting = 256;  // keeps recursion (here and in the evaluator) off the stack limit
+
   explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
   Body parse_all();
 
@@ -101,6 +103,16 @@ class Parser {
   std::vector<std::string> block_stack_ = {"template"};
   std::vector<std::set<std::string>*> name_sinks_;
   std::vector<std::vector<std::string>> end_stack_;  // end tags each open block waits for
+  int nesting_ = 0;
+
+  // Counts recursion depth through expressions and statements.
+  struct NestingGuard {
+    explicit NestingGuard(Parser* p) : p_(p) {
+      if (++p_->nesting_ > kMaxNesting) syntax_error(p_->cur().line, "template nesting is too deep");
+    }
+    ~NestingGuard() { --p_->nesting_; }
+    Parser* p_;
+  };
 };
 
 }  // namespace locr::model::jinja

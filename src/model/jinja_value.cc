@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/error.h"
 #include "model/jinja_text.h"
 
 namespace locr::model::jinja {
@@ -62,8 +63,12 @@ Value Value::callable(std::string name, std::function<Value(Interpreter&, const 
   return v;
 }
 
+// Request JSON reaches here; bound its depth so rendering (and json.dumps) cannot exhaust the stack.
+constexpr int kMaxJsonDepth = 256;
+
 template <typename Json>
-static Value value_from_json(const Json& j) {
+static Value value_from_json(const Json& j, int depth) {
+  if (depth > kMaxJsonDepth) fail(ErrorKind::kLimit, "chat template input nests deeper than ", kMaxJsonDepth, " levels");
   switch (j.type()) {
     case Json::value_t::null:
       return Value::none();
@@ -83,13 +88,13 @@ static Value value_from_json(const Json& j) {
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(value_from_json(e));
+      for (const auto& e : j) items.push_back(value_from_json(e, depth + 1));
       return Value::list(std::move(items));
     }
     case Json::value_t::object: {
       Dict d;
       d.items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), value_from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), value_from_json(it.value(), depth + 1));
       return Value::dict(std::move(d));
     }
     default:
@@ -97,8 +102,8 @@ static Value value_from_json(const Json& j) {
   }
 }
 
-Value Value::from_json(const nlohmann::json& j) { return value_from_json(j); }
-Value Value::from_json(const nlohmann::ordered_json& j) { return value_from_json(j); }
+Value Value::from_json(const nlohmann::json& j) { return value_from_json(j, 0); }
+Value Value::from_json(const nlohmann::ordered_json& j) { return value_from_json(j, 0); }
 
 int64_t Value::as_int() const { return is_bool() ? (as_bool() ? 1 : 0) : std::get<int64_t>(v_); }
 

@@ -73,6 +73,7 @@ class Value {
   static Value ns(std::shared_ptr<Namespace> n);
   static Value callable(std::string name, std::function<Value(Interpreter&, const CallArgs&)> fn);
 
+  // Throws locr::Error (kLimit) for input nested deeper than 256 levels.
   static Value from_json(const nlohmann::json& j);
   static Value from_json(const nlohmann::ordered_json& j);
 

@@ -2,6 +2,14 @@
 // backend) computes it: longest edge <= 1540 (floor, never upscale), each side ceil-aligned to a
 // multiple of `align` (28 = vLLM serving rule, the default; 14 = transformers' LightOnOcrProcessor),
 // antialiased bicubic resize on uint8, rescale by 1/255 and CLIP mean/std normalisation.
+//
+// The resize reproduces torch's CPU uint8 path for `_upsample_bicubic2d_aa` (what torchvision's
+// resize runs for a uint8 image with BICUBIC + antialias on CPU): separable, horizontal pass then
+// vertical, weights from Keys' cubic (a = -0.5) with the support widened by the downscale factor,
+// normalised in double and quantised to int16 with a per-pass precision, integer accumulation,
+// uint8 intermediate. It is bit-exact with transformers' output on CPU (torch on CUDA takes a float
+// path instead). Images with transparency are first composited onto white, as transformers'
+// convert_to_rgb does for PIL images.
 #pragma once
 
 #include <array>
@@ -19,7 +27,10 @@ struct ProcessorConfig {
   int align = 28;  // 28 or 14
   std::array<float, 3> image_mean = {0.48145466f, 0.4578275f, 0.40821073f};
   std::array<float, 3> image_std = {0.26862954f, 0.26130258f, 0.27577711f};
-  float rescale_factor = 1.0f / 255.0f;
+  double rescale_factor = 1.0 / 255.0;  // double, as in the JSON config: 1 / it must be exactly 255
+  // transformers (v5) convert_to_rgb composites a PIL image with an alpha band or a transparency
+  // key onto white before anything else; io::Image keeps that alpha so this can be reproduced.
+  bool flatten_alpha_on_white = true;
 };
 
 struct ProcessedImage {
@@ -30,7 +41,10 @@ struct ProcessedImage {
   int n_image_tokens(int merge = 2) const { return (grid_h / merge) * (grid_w / merge); }
 };
 
-// Target (H', W') for an input of (height, width).
+// Target (H', W') for an input of (height, width): transformers' get_resize_output_image_size,
+// in the same double arithmetic: floor(w / (h / 1540)) is sometimes one below the exact quotient
+// (949 x 2044 gives 714 wide at align 14, where exact arithmetic would give 728), and we match it.
+// Throws kInvalidArgument if a side would shrink to 0 (aspect ratio beyond 1540:1).
 std::array<int, 2> target_size(int height, int width, const ProcessorConfig& cfg);
 // Resize (uint8 RGB HWC -> uint8 RGB HWC), antialiased bicubic as torchvision on uint8.
 std::vector<uint8_t> resize_bicubic_aa(const uint8_t* rgb, int height, int width, int out_h, int out_w);

@@ -1,6 +1,9 @@
 // Byte-level BPE tokenizer loaded from a Hugging Face `tokenizer.json` (Qwen2 style):
 // NFC normalisation, Qwen2's pre-tokenizer regex, byte-level alphabet, ranked merges,
-// added/special tokens matched before BPE. Mirrors the Python `tokenizers` library.
+// added/special tokens matched before BPE. Mirrors the Python `tokenizers` library: ids are
+// checked against it on the real Qwen vocabulary (tests/unit/tokenizer_test.cc). Also accepts
+// GPT-2 style ByteLevel(use_regex=true) pre-tokenizers; other tokenizer types are rejected.
+// All methods are const and safe to call from several threads at once.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +22,13 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Text -> ids. Added/special tokens in the text are recognised (as `tokenizers` does with
-  // add_special_tokens=False; Qwen adds no BOS).
+  // add_special_tokens=False; Qwen adds no BOS). Throws locr::Error (kInvalidArgument) if the
+  // text is not valid UTF-8.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   // Ids -> UTF-8 text. skip_special drops special added tokens. Invalid UTF-8 from partial byte
-  // sequences is replaced with U+FFFD, as `tokenizers` does.
+  // sequences is replaced with U+FFFD, as `tokenizers` does. Unlike `tokenizers`, which silently
+  // skips them, an id outside the vocabulary throws locr::Error (kInvalidArgument), as does
+  // token_bytes().
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
   // Raw bytes of one token (byte-level decoded, special tokens as their content). Used by
   // incremental detokenisation, which must hold back incomplete UTF-8 itself.

@@ -220,6 +220,19 @@ TEST(JinjaErrors, RuntimeErrors) {
             std::string::npos);
 }
 
+TEST(JinjaErrors, NestingLimits) {
+  std::string deep(1000, '(');
+  deep = "{{ " + deep + "1" + std::string(1000, ')') + " }}";
+  EXPECT_NE(error_of([&] { ChatTemplate::parse(deep); }).find("nesting is too deep"), std::string::npos);
+  std::string ifs;
+  for (int i = 0; i < 1000; ++i) ifs += "{% if true %}";
+  EXPECT_THROW(ChatTemplate::parse(ifs), Error);
+  ojson v = ojson::array();
+  for (int i = 0; i < 1000; ++i) v = ojson::array({v});
+  EXPECT_THROW(render("{{ v | length }}", {{"v", v}}), Error);
+  EXPECT_EQ(render("{{ v | length }}", {{"v", ojson::array({ojson::array({1})})}}), "1");
+}
+
 // ---- make_chat_template_context ----
 
 TEST(ChatTemplateContext, MirrorsApplyChatTemplate) {

@@ -3,7 +3,8 @@
 
 Two fixture files under tests/fixtures/chat_templates/:
 
-  goldens.jsonl          real model templates (LightOnOCR-2, Qwen3, Qwen2-VL, Qwen2.5) on many
+  goldens.jsonl          real model templates (LightOnOCR-2, Qwen3, Qwen2-VL, Qwen2.5, and
+                         Qwen3-Coder for its macros) on many
                          conversations, rendered exactly as `apply_chat_template(tokenize=False)`
                          does it: `_normalize_chat_messages` then `render_jinja_template`.
                          One JSON object a line: {name, template, messages, add_generation_prompt,
@@ -233,6 +234,50 @@ def qwen2_vl_cases():
     return out
 
 
+def qwen3_coder_cases():
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "run_sql",
+            "description": "  Run a read-only SQL query.  ",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "SQL text"},
+                    "limit": {"type": "integer", "default": 100, "minimum": 1},
+                    "columns": {"type": "array", "items": {"type": "string"}},
+                    "strict": {"type": "boolean", "default": False, "nullable": True},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            "strict": True,
+        },
+    }
+    user = {"role": "user", "content": "Count the users."}
+    call = {
+        "role": "assistant",
+        "content": "  I will query.  ",
+        "tool_calls": [{"type": "function", "function": {"name": "run_sql", "arguments": {
+            "query": "SELECT COUNT(*) FROM users", "limit": 5, "columns": ["n"], "opts": {"a": 1}, "strict": True, "x": None}}}],
+    }
+    out = []
+
+    def add(name, msgs, agp=True, extra=None):
+        out.append((f"qwen3_coder/{name}", msgs, agp, extra or {}))
+
+    add("no_tools", [user])
+    add("tools_no_system", [user], extra={"tools": [tool]})
+    add("tools_with_system", [{"role": "system", "content": "Be terse."}, user], extra={"tools": [tool]})
+    add("tool_call_and_responses", [user, call, {"role": "tool", "content": "42"}, {"role": "tool", "content": "ok"},
+                                    {"role": "assistant", "content": "There are 42 users."}], agp=False,
+        extra={"tools": [tool]})
+    add("tool_call_no_content", [user, {"role": "assistant", "content": None, "tool_calls": call["tool_calls"]},
+                                 {"role": "tool", "content": "42"}], extra={"tools": [tool]})
+    add("other_role", [{"role": "developer", "content": "dev"}, user])
+    return out
+
+
 def qwen2_5_cases():
     user = {"role": "user", "content": "What's the weather in Paris?"}
     call = {
@@ -374,6 +419,7 @@ def main():
         "qwen3": qwen3_cases(),
         "qwen2_vl": qwen2_vl_cases(),
         "qwen2_5": qwen2_5_cases(),
+        "qwen3_coder": qwen3_coder_cases(),
     }
     for template, cases in templates.items():
         source = load_template(template)

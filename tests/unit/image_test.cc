@@ -1,0 +1,223 @@
+// Image decoding against Pillow: every file in tests/fixtures/preprocess/decode/ (made by
+// tools/reference/make_preprocess_fixtures.py) must decode byte-for-byte to
+// Image.open(f).convert("RGB"), and, where Pillow sees transparency, flatten_alpha_on_white must
+// give transformers' convert_to_rgb. Broken files must give a locr::Error of the right kind whose
+// message names the format; truncations and byte flips of every fixture must never crash.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/file.h"
+#include "io/image.h"
+#include "io/safetensors.h"
+
+namespace locr::io {
+namespace {
+
+const std::string kDir = std::string(LOCR_FIXTURES_DIR) + "/preprocess";
+const std::string kDecodeDir = kDir + "/decode";
+
+std::shared_ptr<SafetensorsFile> goldens() {
+  static auto file = SafetensorsFile::open(kDir + "/decode_golden.safetensors");
+  return file;
+}
+
+std::vector<std::string> good_fixtures() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(kDecodeDir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("bad_", 0) != 0) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string test_name(const testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+ErrorKind kind_of(const std::string& bytes, const DecodeOptions& opts, std::string* message) {
+  try {
+    decode_image(bytes, opts);
+  } catch (const Error& e) {
+    *message = e.what();
+    return e.kind();
+  }
+  *message = "";
+  return ErrorKind::kInternal;  // no error: callers compare against an expected kind
+}
+
+class ImageDecode : public testing::TestWithParam<std::string> {};
+
+TEST_P(ImageDecode, MatchesPillowConvertRgb) {
+  const std::string name = GetParam();
+  const Image img = load_image(kDecodeDir + "/" + name);
+  const Tensor want = goldens()->get(name);
+  ASSERT_EQ(want.ndim(), 3);
+  ASSERT_EQ(img.height, want.dim(0));
+  ASSERT_EQ(img.width, want.dim(1));
+  ASSERT_EQ(img.rgb.size(), static_cast<size_t>(want.numel()));
+  size_t diff = 0;
+  int max_diff = 0;
+  for (size_t i = 0; i < img.rgb.size(); ++i) {
+    const int d = std::abs(int{img.rgb[i]} - int{want.data<uint8_t>()[i]});
+    diff += d != 0;
+    max_diff = std::max(max_diff, d);
+  }
+  EXPECT_EQ(diff, 0u) << name << ": " << diff << " of " << img.rgb.size() << " bytes differ, max " << max_diff;
+
+  // Alpha is kept exactly when Pillow reports an alpha band or a transparency key.
+  const bool hf_flattens = goldens()->has(name + ":hf");
+  EXPECT_EQ(img.has_alpha(), hf_flattens) << name;
+  if (hf_flattens) {
+    Image flat = img;
+    flatten_alpha_on_white(flat);
+    EXPECT_FALSE(flat.has_alpha());
+    const Tensor hf = goldens()->get(name + ":hf");
+    ASSERT_EQ(flat.rgb.size(), static_cast<size_t>(hf.numel()));
+    EXPECT_TRUE(std::equal(flat.rgb.begin(), flat.rgb.end(), hf.data<uint8_t>())) << name << " (transformers)";
+  }
+}
+
+TEST_P(ImageDecode, PixelLimitIsCheckedFromTheHeader) {
+  const std::string bytes = read_file(kDecodeDir + "/" + GetParam());
+  DecodeOptions opts;
+  opts.max_pixels = 50;  // below the smallest fixture (13 x 6)
+  std::string msg;
+  EXPECT_EQ(kind_of(bytes, opts, &msg), ErrorKind::kLimit) << msg;
+  EXPECT_NE(msg.find(image_format_name(detect_image_format(bytes))), std::string::npos) << msg;
+}
+
+// Every prefix (at a stride) and a few hundred random byte flips: decoding may succeed or throw
+// locr::Error, but must not crash, hang, or leak (run under ASan/valgrind to see the last two).
+TEST_P(ImageDecode, SurvivesTruncationAndCorruption) {
+  const std::string bytes = read_file(kDecodeDir + "/" + GetParam());
+  const size_t stride = std::max<size_t>(1, bytes.size() / 97);
+  for (size_t n = 0; n < bytes.size(); n += stride) {
+    try {
+      decode_image(std::string_view(bytes).substr(0, n));
+    } catch (const Error&) {
+    }
+  }
+  std::mt19937 rng(1234);
+  for (int iter = 0; iter < 150; ++iter) {
+    std::string b = bytes;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) b[rng() % b.size()] = static_cast<char>(rng() & 0xff);
+    try {
+      decode_image(b);
+    } catch (const Error&) {
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ImageGolden, ImageDecode, testing::ValuesIn(good_fixtures()), test_name);
+
+TEST(ImageDecodeFixtures, EveryFormatAndModeIsCovered) {
+  const auto names = good_fixtures();
+  EXPECT_GE(names.size(), 80u);
+  for (const char* prefix : {"png_", "jpeg_", "webp_", "bmp_", "gif_", "tiff_"})
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }))
+        << prefix;
+}
+
+struct BadCase {
+  const char* file;
+  ErrorKind kind;
+  const char* format;  // must appear in the message
+};
+
+TEST(ImageErrors, BrokenFilesGiveTheRightKindAndNameTheFormat) {
+  const BadCase cases[] = {
+      {"bad_png_truncated.png", ErrorKind::kInvalidArgument, "PNG"},
+      {"bad_png_crc.png", ErrorKind::kInvalidArgument, "PNG"},
+      {"bad_png_bomb.png", ErrorKind::kLimit, "PNG"},
+      {"bad_jpeg_truncated.jpg", ErrorKind::kInvalidArgument, "JPEG"},
+      {"bad_jpeg_no_eoi.jpg", ErrorKind::kInvalidArgument, "JPEG"},
+      {"bad_jpeg_sof.jpg", ErrorKind::kInvalidArgument, "JPEG"},
+      {"bad_gif_truncated.gif", ErrorKind::kInvalidArgument, "GIF"},
+      {"bad_webp_truncated.webp", ErrorKind::kInvalidArgument, "WebP"},
+      {"bad_webp_garbage.webp", ErrorKind::kInvalidArgument, "WebP"},
+      {"bad_tiff_truncated.tif", ErrorKind::kInvalidArgument, "TIFF"},
+      {"bad_tiff_lzw_truncated.tif", ErrorKind::kInvalidArgument, "TIFF"},
+      {"bad_bmp_truncated.bmp", ErrorKind::kInvalidArgument, "BMP"},
+      {"bad_bmp_header.bmp", ErrorKind::kInvalidArgument, "BMP"},
+      {"bad_garbage.bin", ErrorKind::kInvalidArgument, "PNG, JPEG, WebP, GIF, BMP, TIFF"},
+      {"bad_empty.bin", ErrorKind::kInvalidArgument, "PNG, JPEG, WebP, GIF, BMP, TIFF"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string bytes = read_file(kDecodeDir + "/" + c.file);
+    std::string msg;
+    EXPECT_EQ(kind_of(bytes, {}, &msg), c.kind) << msg;
+    EXPECT_NE(msg.find(c.format), std::string::npos) << msg;
+  }
+}
+
+TEST(ImageErrors, TruncationMessagesSayTruncated) {
+  for (const char* f : {"bad_png_truncated.png", "bad_jpeg_truncated.jpg", "bad_gif_truncated.gif",
+                        "bad_webp_truncated.webp", "bad_tiff_truncated.tif", "bad_bmp_truncated.bmp"}) {
+    std::string msg;
+    kind_of(read_file(kDecodeDir + "/" + f), {}, &msg);
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << f << ": " << msg;
+  }
+}
+
+TEST(ImageErrors, PdfGetsAHint) {
+  std::string msg;
+  EXPECT_EQ(kind_of("%PDF-1.7\n...", {}, &msg), ErrorKind::kUnsupported);
+  EXPECT_NE(msg.find("PDF"), std::string::npos) << msg;
+}
+
+TEST(ImageErrors, LoadImageNamesThePath) {
+  try {
+    load_image(kDecodeDir + "/bad_garbage.bin");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad_garbage.bin"), std::string::npos) << e.what();
+  }
+  try {
+    load_image(kDecodeDir + "/does_not_exist.png");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  }
+}
+
+TEST(ImageFormat, DetectsMagicNumbers) {
+  EXPECT_EQ(detect_image_format("\x89PNG\r\n\x1a\n...."), ImageFormat::kPng);
+  EXPECT_EQ(detect_image_format("\xff\xd8\xff\xe0"), ImageFormat::kJpeg);
+  EXPECT_EQ(detect_image_format(std::string_view("RIFF\0\0\0\0WEBPVP8 ", 16)), ImageFormat::kWebp);
+  EXPECT_EQ(detect_image_format(std::string_view("RIFF\0\0\0\0WAVEfmt ", 16)), ImageFormat::kUnknown);
+  EXPECT_EQ(detect_image_format("GIF89a"), ImageFormat::kGif);
+  EXPECT_EQ(detect_image_format("GIF87a"), ImageFormat::kGif);
+  EXPECT_EQ(detect_image_format("BM"), ImageFormat::kBmp);
+  EXPECT_EQ(detect_image_format(std::string_view("II*\0", 4)), ImageFormat::kTiff);
+  EXPECT_EQ(detect_image_format(std::string_view("MM\0*", 4)), ImageFormat::kTiff);
+  EXPECT_EQ(detect_image_format(""), ImageFormat::kUnknown);
+  EXPECT_STREQ(image_format_name(ImageFormat::kWebp), "WebP");
+}
+
+TEST(ImageFlatten, MatchesPillowAlphaCompositeOverWhite) {
+  // Spot values of Pillow's Image.alpha_composite(white, (v, v, v, a)).convert("RGB").
+  Image img;
+  img.width = 5;
+  img.height = 1;
+  img.rgb = {0, 0, 0, 10, 20, 30, 200, 100, 50, 255, 255, 255, 7, 7, 7};
+  img.alpha = {0, 255, 128, 77, 1};
+  flatten_alpha_on_white(img);
+  const std::vector<uint8_t> want = {255, 255, 255, 10, 20, 30, 227, 177, 152, 255, 255, 255, 254, 254, 254};
+  EXPECT_EQ(img.rgb, want);
+  EXPECT_FALSE(img.has_alpha());
+}
+
+}  // namespace
+}  // namespace locr::io
