@@ -1,6 +1,9 @@
 #include "server/http_server.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <condition_variable>
 #include <deque>
@@ -82,6 +85,29 @@ bool valid_request_id(const std::string& id) {
 const char* const kKnownPaths[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize",
                                    "/detokenize", "/health", "/ping", "/version", "/metrics"};
 
+// Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
+// only idle keep-alive connections are left, and httplib would otherwise wait out their
+// keep-alive timeout. (httplib 0.11 gives no handle on accepted sockets.)
+void shutdown_idle_connections(int port) {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == ::dirfd(d)) continue;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;  // not connected
+    int local_port = -1;
+    if (local.ss_family == AF_INET) local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+    else if (local.ss_family == AF_INET6) local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+    if (local_port == port) ::shutdown(fd, SHUT_RDWR);
+  }
+  ::closedir(d);
+}
+
 std::string handler_label(const std::string& path) {
   for (const char* p : kKnownPaths)
     if (path == p) return p;
@@ -156,7 +182,7 @@ void HttpServer::install_routes() {
       case 404: msg = "Not Found: " + req.method + " " + req.path; break;
       case 413: msg = "the request body is too large"; break;
       case 414: msg = "the request URI is too long"; break;
-      case 400: msg = "malformed HTTP request"; break;
+      case 400: msg = "malformed or incomplete HTTP request (or the body arrived slower than --read-timeout)"; break;
       default: msg = "HTTP error " + std::to_string(res.status);
     }
     res.set_content(json_text(error_body(res.status, msg)), "application/json");
@@ -230,13 +256,14 @@ void HttpServer::install_routes() {
 int HttpServer::bind() {
   const ServerOptions& o = ctx_.opts();
   if (o.port == 0) {
-    const int port = impl_->bind_to_any_port(o.host);
-    if (port <= 0) fail(ErrorKind::kIo, "cannot listen on ", o.host, " (any port)");
-    return port;
+    port_ = impl_->bind_to_any_port(o.host);
+    if (port_ <= 0) fail(ErrorKind::kIo, "cannot listen on ", o.host, " (any port)");
+    return port_;
   }
   if (!impl_->bind_to_port(o.host, o.port))
     fail(ErrorKind::kIo, "cannot listen on ", o.host, ":", o.port, " (is the port in use, or the address not local?)");
-  return o.port;
+  port_ = o.port;
+  return port_;
 }
 
 void HttpServer::serve() { impl_->listen_after_bind(); }
@@ -259,6 +286,7 @@ void HttpServer::shutdown(double timeout_s) {
     wait_idle(5.0);
   }
   impl_->end();
+  shutdown_idle_connections(port_);
 }
 
 }  // namespace locr::server

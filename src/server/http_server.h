@@ -31,6 +31,7 @@ class HttpServer {
   void install_routes();
   ServerContext& ctx_;
   std::unique_ptr<Impl> impl_;
+  int port_ = -1;
 };
 
 }  // namespace locr::server

@@ -75,3 +75,28 @@ def test_shutdown_timeout_cancels_stragglers():
     t.join(60)
     assert time.time() - start < 10
     assert result.get("finish") == "abort" or "error" in result
+
+
+def test_slow_client_is_timed_out_without_holding_others():
+    s = Server("--served-model-name", NAME, "--max-model-len", "512", "--read-timeout", "1")
+    try:
+        import socket
+        slow = socket.create_connection(("127.0.0.1", s.port))
+        slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"mess")
+        # Others are served while the slow request is stuck.
+        r = requests.post(s.url + "/v1/chat/completions", json=chat("hi", max_tokens=2), timeout=10)
+        assert r.status_code == 200
+        # The server gives up on the slow one after the read timeout and closes the connection.
+        slow.settimeout(10)
+        start = time.time()
+        data = slow.recv(65536)
+        while data and not data.endswith(b"}"):
+            more = slow.recv(65536)
+            if not more:
+                break
+            data += more
+        assert time.time() - start < 8
+        slow.close()
+        assert s.metrics()["vllm:num_requests_running"] == 0
+    finally:
+        assert s.stop() == 0
