@@ -193,7 +193,12 @@ int cmd_serve(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "--allowed-local-media-path '", so.allowed_local_media_path, "' is not a directory");
   so.allowed_media_domains = split_list(a.get_all("allowed-media-domains"));
   so.use_generation_config = gen_mode == "auto";
-  so.seed = static_cast<uint64_t>(std::stoll(a.get("seed", "0")));
+  {
+    const std::string seed = a.get("seed", "0");
+    char* end = nullptr;
+    so.seed = std::strtoull(seed.c_str(), &end, 10);
+    if (seed.empty() || *end) fail(ErrorKind::kInvalidArgument, "--seed expects a non-negative integer, got '", seed, "'");
+  }
   so.max_logprobs = a.get_int("max-logprobs", 20);
   so.access_log = !a.get_flag("disable-log-requests") && !a.get_flag("disable-uvicorn-access-log");
   so.http_threads = a.get_int("http-threads", so.http_threads);
@@ -211,6 +216,7 @@ int cmd_serve(int argc, char** argv) {
   lo.image_align = a.get_int("image-align", 28);
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
   auto model = model::LightOnOcr::load(dir, lo);
+  if (lo.chat_template_file != a.get("chat-template")) std::filesystem::remove(lo.chat_template_file);  // inline text
 
   runtime::EngineOptions eo;
   eo.max_num_seqs = a.has("max-num-seqs") ? parse_count(a.get("max-num-seqs"), "max-num-seqs") : eo.max_num_seqs;

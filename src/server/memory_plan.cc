@@ -14,8 +14,11 @@ namespace locr::server {
 int64_t parse_size(const std::string& s, const std::string& what) {
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  if (i == 0) fail(ErrorKind::kInvalidArgument, what, " expects a size like 4GiB or 536870912, got '", s, "'");
-  const double v = std::stod(s.substr(0, i));
+  char* end = nullptr;
+  const std::string number = s.substr(0, i);
+  const double v = std::strtod(number.c_str(), &end);
+  if (i == 0 || *end || !(v >= 0))
+    fail(ErrorKind::kInvalidArgument, what, " expects a size like 4GiB or 536870912, got '", s, "'");
   std::string unit = s.substr(i);
   while (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
   double mul = 1;
