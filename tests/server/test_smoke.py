@@ -85,3 +85,39 @@ def test_unknown_flag_is_refused():
                          timeout=60)
     assert out.returncode != 0
     assert "unknown option --no-such-flag" in out.stderr
+
+
+def test_port_in_use_is_a_clear_error():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        out = subprocess.run([locr_bin(), "serve", str(MODEL), "--host", "127.0.0.1", "--port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
+
+
+def test_kv_cache_memory_and_inline_chat_template():
+    template = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    s = Server("--kv-cache-memory", "64MiB", "--max-model-len", "2048", "--chat-template", template,
+               "--generation-config", "vllm")
+    try:
+        assert "4096 KV blocks" in s.log and "64 MiB reserved" in s.log
+        r = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+        assert r.status_code == 200
+        # The served name defaults to MODEL as given.
+        assert r.json()["model"] == str(MODEL)
+    finally:
+        assert s.stop() == 0
+
+
+def test_bad_values_are_refused():
+    for flags, msg in [(["--kv-cache-memory", "lots"], "expects a size"),
+                       (["--max-model-len", "100000"], "max_position_embeddings"),
+                       (["--limit-mm-per-prompt", "image=1"], "expects JSON"),
+                       (["--compilation-config", "{bad"], "expects JSON")]:
+        out = subprocess.run([locr_bin(), "serve", str(MODEL), "--port", "0", *flags], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode != 0 and msg in out.stderr, (flags, out.stderr)
