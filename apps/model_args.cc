@@ -8,7 +8,8 @@ namespace locr::app {
 void add_model_options(Args& a) {
   a.option("model", "Hugging Face model directory (config.json, model.safetensors, tokenizer.json, ...)", "DIR");
   a.option("threads", "worker threads (default: physical cores)", "N");
-  a.option("backend", "kernel backend: ref (default)", "NAME");
+  a.option("dtype", "compute precision: bf16 (default; BF16 matmul inputs, FP32 accumulation) or f32", "TYPE");
+  a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle)", "NAME");
   a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
 }
@@ -31,7 +32,9 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
-  lo.backend = a.get("backend", "ref");
+  const std::string dtype = a.get("dtype", "bf16");
+  if (dtype != "bf16" && dtype != "f32") fail(ErrorKind::kInvalidArgument, "--dtype must be bf16 or f32, got '", dtype, "'");
+  lo.backend = a.get("backend", dtype == "f32" ? "cpu-f32" : "cpu-bf16");
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
   return model::LightOnOcr::load(a.get("model"), lo);

@@ -1,7 +1,12 @@
 // A fork-join thread pool: parallel_for splits [0, n) into chunks run by persistent workers.
 //
 // The calling thread takes part in the work, so a pool of N threads starts N-1 workers and never
-// oversubscribes. Not a task scheduler: one parallel_for runs at a time per pool.
+// oversubscribes. Not a task scheduler: one parallel_for runs at a time per pool (concurrent callers
+// take turns; a nested call from inside a job runs inline).
+//
+// Workers (and the caller waiting for them) spin for a short while (~tens of microseconds) before
+// sleeping on a condition variable: a decode step issues hundreds of parallel_for calls of a few
+// microseconds each, and a futex wake-up per call would cost as much as the work.
 #pragma once
 
 #include <atomic>
@@ -41,10 +46,11 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
+  std::mutex call_mu_;  // serialises parallel_for calls from different threads
   std::condition_variable cv_start_, cv_done_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
   // Current job.
   const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;

@@ -66,14 +66,20 @@ const char* image_format_name(ImageFormat format) {
 Image decode_image(std::string_view bytes, const DecodeOptions& opts) {
   if (bytes.empty())
     fail(ErrorKind::kInvalidArgument, "the image data is empty; send the bytes of a ", kSupported, " file");
-  switch (detect_image_format(bytes)) {
-    case ImageFormat::kPng: return detail::decode_png(bytes, opts);
-    case ImageFormat::kJpeg: return detail::decode_jpeg(bytes, opts);
-    case ImageFormat::kWebp: return detail::decode_webp(bytes, opts);
+  const ImageFormat format = detect_image_format(bytes);
+  Image img;
+  switch (format) {
+    case ImageFormat::kPng: img = detail::decode_png(bytes, opts); break;
+    case ImageFormat::kJpeg: img = detail::decode_jpeg(bytes, opts); break;
+    case ImageFormat::kWebp: img = detail::decode_webp(bytes, opts); break;
     case ImageFormat::kGif: return detail::decode_gif(bytes, opts);
     case ImageFormat::kBmp: return detail::decode_bmp(bytes, opts);
     case ImageFormat::kTiff: return detail::decode_tiff(bytes, opts);
     case ImageFormat::kUnknown: break;
+  }
+  if (format != ImageFormat::kUnknown) {
+    if (opts.apply_exif_orientation) detail::apply_orientation(img, detail::exif_orientation(format, bytes));
+    return img;
   }
   if (starts_with(bytes, "%PDF"))
     fail(ErrorKind::kUnsupported, "the data is a PDF document, not an image; render its pages to images (",
@@ -124,6 +130,36 @@ void check_dimensions(const char* format, int64_t width, int64_t height, const D
     fail(ErrorKind::kLimit, "the ", format, " image is ", width, "x", height, " pixels",
          (width > kMaxSide || height > kMaxSide) ? "" : str(" = ", width * height, " pixels"),
          ", over the limit of ", opts.max_pixels, " pixels; downscale it before sending");
+}
+
+// Pillow's ImageOps.exif_transpose for Orientation 2..8.
+void apply_orientation(Image& img, int orientation) {
+  if (orientation < 2 || orientation > 8) return;
+  const int64_t W = img.width, H = img.height;
+  const bool swap = orientation >= 5;
+  const int64_t ow = swap ? H : W, oh = swap ? W : H;
+  std::vector<uint8_t> rgb(img.rgb.size());
+  std::vector<uint8_t> alpha(img.alpha.size());
+  for (int64_t y = 0; y < oh; ++y)
+    for (int64_t x = 0; x < ow; ++x) {
+      int64_t sx = x, sy = y;
+      switch (orientation) {
+        case 2: sx = W - 1 - x; sy = y; break;          // FLIP_LEFT_RIGHT
+        case 3: sx = W - 1 - x; sy = H - 1 - y; break;  // ROTATE_180
+        case 4: sx = x; sy = H - 1 - y; break;          // FLIP_TOP_BOTTOM
+        case 5: sx = y; sy = x; break;                  // TRANSPOSE
+        case 6: sx = y; sy = H - 1 - x; break;          // ROTATE_270 (clockwise)
+        case 7: sx = W - 1 - y; sy = H - 1 - x; break;  // TRANSVERSE
+        case 8: sx = W - 1 - y; sy = x; break;          // ROTATE_90 (counter-clockwise)
+      }
+      const size_t d = static_cast<size_t>(y * ow + x), s = static_cast<size_t>(sy * W + sx);
+      std::memcpy(&rgb[d * 3], &img.rgb[s * 3], 3);
+      if (!alpha.empty()) alpha[d] = img.alpha[s];
+    }
+  img.rgb.swap(rgb);
+  img.alpha.swap(alpha);
+  img.width = static_cast<int>(ow);
+  img.height = static_cast<int>(oh);
 }
 
 void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int64_t n_pixels) {

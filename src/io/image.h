@@ -5,8 +5,9 @@
 // Where the source carries transparency (an alpha band, or a tRNS / GIF transparent index), the
 // alpha that Pillow's convert("RGBA") would give is kept next to the RGB: transformers' PIL path
 // (image_transforms.convert_to_rgb, v5) composites such images onto white before preprocessing,
-// which flatten_alpha_on_white() reproduces bit for bit. This file does not resize, apply EXIF
-// orientation (Pillow does not on open) or colour management (ICC profiles, gAMA are ignored).
+// which flatten_alpha_on_white() reproduces bit for bit. This file does not resize or manage colour
+// (ICC profiles and gAMA are ignored); EXIF orientation is applied only on request, since
+// Image.open does not apply it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,12 @@ struct Image {
 
 struct DecodeOptions {
   int64_t max_pixels = 178956970;  // Pillow's MAX_IMAGE_PIXELS * 2 (DecompressionBombError)
+  // Rotate/flip JPEG, PNG and WebP images by their EXIF Orientation tag, as PIL.ImageOps.
+  // exif_transpose does. Off by default because Image.open does not (so a PIL image handed to
+  // the processor is not rotated), but transformers' own loaders (load_image, and the processor
+  // when given a URL/path) do apply it. TIFF orientation is always applied: Pillow's TIFF loader
+  // does that itself.
+  bool apply_exif_orientation = false;
 };
 
 enum class ImageFormat { kUnknown, kPng, kJpeg, kWebp, kGif, kBmp, kTiff };
@@ -39,6 +46,7 @@ const char* image_format_name(ImageFormat format);  // "PNG", "JPEG", ...; "unkn
 // Detects the format from the bytes. Throws locr::Error (kInvalidArgument for corrupt/truncated/
 // unknown data, kLimit for too many pixels, kUnsupported for valid but unsupported variants such
 // as 12-bit JPEG) with a message naming the format and the problem.
+// This file otherwise does not apply EXIF orientation (see DecodeOptions::apply_exif_orientation).
 Image decode_image(std::string_view bytes, const DecodeOptions& opts = {});
 Image load_image(const std::string& path, const DecodeOptions& opts = {});
 
@@ -60,6 +68,11 @@ Image decode_webp(std::string_view bytes, const DecodeOptions& opts);
 Image decode_gif(std::string_view bytes, const DecodeOptions& opts);
 Image decode_bmp(std::string_view bytes, const DecodeOptions& opts);
 Image decode_tiff(std::string_view bytes, const DecodeOptions& opts);
+
+// The EXIF Orientation (1..8; 1 when absent or unreadable) of a JPEG, PNG or WebP file.
+int exif_orientation(ImageFormat format, std::string_view bytes);
+// Pillow's ImageOps.exif_transpose for orientations 2..8 (others: no-op), alpha included.
+void apply_orientation(Image& img, int orientation);
 
 // Pillow's CMYK -> RGB (Convert.c cmyk2rgb): nk = 255 - k; r = nk - round(c * nk / 255), ...
 void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int64_t n_pixels);

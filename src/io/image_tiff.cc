@@ -227,36 +227,6 @@ void convert(const Plan& plan, const std::vector<T>& S, int spp, int bps, const 
   }
 }
 
-// Pillow's ImageOps.exif_transpose for Orientation 2..8.
-void apply_orientation(Image& img, int orientation) {
-  if (orientation < 2 || orientation > 8) return;
-  const int64_t W = img.width, H = img.height;
-  const bool swap = orientation >= 5;
-  const int64_t ow = swap ? H : W, oh = swap ? W : H;
-  std::vector<uint8_t> rgb(img.rgb.size());
-  std::vector<uint8_t> alpha(img.alpha.size());
-  for (int64_t y = 0; y < oh; ++y)
-    for (int64_t x = 0; x < ow; ++x) {
-      int64_t sx = x, sy = y;
-      switch (orientation) {
-        case 2: sx = W - 1 - x; sy = y; break;          // FLIP_LEFT_RIGHT
-        case 3: sx = W - 1 - x; sy = H - 1 - y; break;  // ROTATE_180
-        case 4: sx = x; sy = H - 1 - y; break;          // FLIP_TOP_BOTTOM
-        case 5: sx = y; sy = x; break;                  // TRANSPOSE
-        case 6: sx = y; sy = H - 1 - x; break;          // ROTATE_270 (clockwise)
-        case 7: sx = W - 1 - y; sy = H - 1 - x; break;  // TRANSVERSE
-        case 8: sx = W - 1 - y; sy = x; break;          // ROTATE_90 (counter-clockwise)
-      }
-      const size_t d = static_cast<size_t>(y * ow + x), s = static_cast<size_t>(sy * W + sx);
-      std::memcpy(&rgb[d * 3], &img.rgb[s * 3], 3);
-      if (!alpha.empty()) alpha[d] = img.alpha[s];
-    }
-  img.rgb.swap(rgb);
-  img.alpha.swap(alpha);
-  img.width = static_cast<int>(ow);
-  img.height = static_cast<int>(oh);
-}
-
 }  // namespace
 
 Image decode_tiff(std::string_view bytes, const DecodeOptions& opts) {

@@ -1,6 +1,7 @@
 #include "kernels/ops.h"
 
 #include "core/error.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ref/ref_ops.h"
 
 namespace locr::kernels {
@@ -34,7 +35,10 @@ float Matrix::at(int64_t r, int64_t c) const {
 
 std::unique_ptr<Ops> make_ops(const std::string& backend) {
   if (backend == "ref") return make_ref_ops();
-  fail(ErrorKind::kInvalidArgument, "unknown kernel backend '", backend, "' (available: ref)");
+  if (backend == "cpu-f32") return make_cpu_ops(CpuPrecision::kF32);
+  if (backend == "cpu-bf16" || backend == "cpu") return make_cpu_ops(CpuPrecision::kBF16);
+  fail(ErrorKind::kInvalidArgument, "unknown kernel backend '", backend,
+       "' (available: ref, cpu, cpu-f32, cpu-bf16)");
 }
 
 }  // namespace locr::kernels

@@ -40,7 +40,11 @@ class ChatTemplate {
 // message keys whose value is null are dropped; a message's reasoning given as
 // "reasoning_content", "thinking" or "reasoning" is copied under both "reasoning_content" and
 // "thinking"; `tools` and `documents` are taken from `extra` and are null when absent; every other
-// key of `extra` (enable_thinking, add_vision_id, bos_token, ...) is passed through.
+// key of `extra` is passed through. transformers also passes the tokenizer's special tokens
+// (bos_token, eos_token, pad_token, unk_token, ...): put them in `extra`, next to request options
+// such as enable_thinking or add_vision_id. (The processor path of apply_chat_template also
+// rewrites OpenAI {"type": "image_url"} parts to {"type": "image", "url"}; the templates here
+// treat both alike, so that is left to the caller.)
 // Throws locr::Error (kInvalidArgument) if `messages` is not a list of objects.
 nlohmann::ordered_json make_chat_template_context(const nlohmann::ordered_json& messages,
                                                   bool add_generation_prompt,

@@ -25,9 +25,8 @@ FilterFn find_filter(std::string_view name);
 TestFn find_test(std::string_view name);
 // Text and number filters (jinja_filters_text.cc); find_filter also searches these.
 FilterFn find_text_filter(std::string_view name);
-// Jinja builtins that are recognised but not implemented (they fail when used, not at parse).
+// Jinja filters that are recognised but not implemented (they fail when used, not at parse).
 bool is_known_unimplemented_filter(std::string_view name);
-bool is_known_unimplemented_test(std::string_view name);
 
 // `obj.name` for a str, dict or list method: a bound callable, an undefined value that fails when
 // called (methods the immutable sandbox refuses, like list.append), or nullopt if Python has no

@@ -47,6 +47,10 @@ Interpreter::Interpreter(const Value& context) {
   root_ = std::make_shared<Scope>(ctx);
 }
 
+Interpreter::~Interpreter() {
+  for (const auto& s : macro_scopes_) s->clear();
+}
+
 std::string Interpreter::render(const Body& body) {
   std::string out;
   exec(body, root_, out);
@@ -96,9 +100,10 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, const ScopePtr& scope, s
     }
     case Stmt::Kind::kMacro: {
       const Stmt* macro = &s;
-      std::weak_ptr<Scope> closure = scope;  // weak: the macro lives in the scope it closes over
+      ScopePtr closure = scope;  // scope -> macro -> scope is a cycle; ~Interpreter breaks it
+      macro_scopes_.push_back(scope);
       scope->set(s.name, Value::callable(s.name, [this, macro, closure](Interpreter&, const CallArgs& args) {
-        return call_macro(*macro, closure.lock(), args);
+        return call_macro(*macro, closure, args);
       }));
       return Flow::kNormal;
     }
@@ -322,7 +327,6 @@ Value Interpreter::call(const Value& fn, const CallArgs& args) {
 }
 
 Value Interpreter::call_macro(const Stmt& m, const ScopePtr& closure, const CallArgs& args) {
-  if (!closure) fail("macro '" + m.name + "' called after its scope ended");
   if (depth_ >= kMaxDepth) fail("maximum macro recursion depth exceeded");
   const size_t n = m.params.size();
   if (args.pos.size() > n && !m.uses_varargs)
@@ -423,7 +427,6 @@ Value Interpreter::filter(const std::string& name, const Value& input, const Cal
 
 bool Interpreter::test(const std::string& name, const Value& input, const CallArgs& args) {
   if (TestFn t = find_test(name)) return t(*this, input, args);
-  if (is_known_unimplemented_test(name)) fail("the '" + name + "' test is not supported by locr's chat templates");
   fail("No test named '" + name + "'.");
 }
 

@@ -21,6 +21,7 @@ class Scope {
   explicit Scope(std::shared_ptr<Scope> parent) : parent_(std::move(parent)) {}
   const Value* lookup(const std::string& name) const;
   void set(const std::string& name, Value v) { vars_[name] = std::move(v); }
+  void clear() { vars_.clear(); }
 
  private:
   std::unordered_map<std::string, Value> vars_;
@@ -31,6 +32,9 @@ class Interpreter {
  public:
   // `context` holds the render variables (a dict value); they shadow the builtin globals.
   explicit Interpreter(const Value& context);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   std::string render(const Body& body);
 
@@ -65,6 +69,7 @@ class Interpreter {
   Value apply_filters(const std::vector<ExprPtr>& filters, Value v, const ScopePtr& scope);
 
   ScopePtr root_;
+  std::vector<ScopePtr> macro_scopes_;  // scopes holding macros, which point back at them
   int line_ = 0;
   int depth_ = 0;
 };

@@ -254,7 +254,7 @@ void check_expr(const Expr* e) {
   if (!e) return;
   if (e->kind == Expr::Kind::kFilter && !find_filter(e->name) && !is_known_unimplemented_filter(e->name))
     syntax_error(e->line, "No filter named '" + e->name + "'.");
-  if (e->kind == Expr::Kind::kTest && !find_test(e->name) && !is_known_unimplemented_test(e->name))
+  if (e->kind == Expr::Kind::kTest && !find_test(e->name))
     syntax_error(e->line, "No test named '" + e->name + "'.");
   for (const auto& c : e->children) check_expr(c.get());
   for (const auto& kv : e->kwargs) check_expr(kv.second.get());

@@ -139,6 +139,4 @@ TestFn find_test(std::string_view name) {
   return nullptr;
 }
 
-bool is_known_unimplemented_test(std::string_view) { return false; }
-
 }  // namespace locr::model::jinja

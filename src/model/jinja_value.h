@@ -128,8 +128,7 @@ std::string py_str_repr(const std::string& s);
 
 // Python ==. Lists never equal tuples; 1 == 1.0 == True.
 bool py_equal(const Value& a, const Value& b);
-// Python <. Throws (via the caller's line) when the types do not order; returns nullopt then.
-// Sets *ok to false if the pair cannot be compared.
+// Python <. Sets *ok to false (and returns false) when the types do not order, e.g. str < int.
 bool py_less(const Value& a, const Value& b, bool* ok);
 
 // json.dumps(v, ensure_ascii, indent, separators, sort_keys) as Python writes it. `indent` is

@@ -27,6 +27,18 @@ json token_string(const json& v) {
   return nullptr;
 }
 
+// Lets the backend pack every matmul weight once (the embedding table is only gathered from; the
+// LM head is packed even when it shares the embedding's storage).
+void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
+  for (auto& L : w.text.layers)
+    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) ops.prepare(*m);
+  ops.prepare(w.text.lm_head);
+  ops.prepare(w.vision.patch_conv);
+  for (auto& L : w.vision.layers)
+    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) ops.prepare(*m);
+  for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) ops.prepare(*m);
+}
+
 }  // namespace
 
 ProcessorConfig load_processor_config(const std::string& dir, int align) {
@@ -88,6 +100,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   m->tensors_ = io::SafetensorsSet::open_dir(dir);
   m->weights_ = load_weights(m->tensors_, m->config_);
   m->ops_ = kernels::make_ops(opts.backend);
+  prepare_weights(m->weights_, *m->ops_);
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->weights_.text, *m->ops_);
   m->encoder_ = std::make_unique<VisionEncoder>(m->config_.vision, m->weights_.vision, *m->ops_);
   m->projector_ = std::make_unique<Projector>(m->config_, m->weights_.projector, *m->ops_);

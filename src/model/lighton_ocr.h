@@ -26,7 +26,7 @@
 namespace locr::model {
 
 struct LoadOptions {
-  std::string backend = "ref";      // kernel backend (kernels::make_ops)
+  std::string backend = "cpu";      // kernel backend (kernels::make_ops): cpu (= cpu-bf16), cpu-f32, ref
   std::string chat_template_file;   // overrides the model's template when set
   int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
 };

@@ -280,6 +280,8 @@ class BpeTokenizer final : public Tokenizer {
 
   std::string token_bytes(int32_t id) const override { return info_of(id).bytes; }
 
+  bool has_id(int32_t id) const override { return id >= 0 && id < vocab_size() && ids_[id].known; }
+
   bool is_special(int32_t id) const override {
     return id >= 0 && id < vocab_size() && ids_[id].special;
   }

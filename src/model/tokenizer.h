@@ -34,6 +34,9 @@ class Tokenizer {
   // incremental detokenisation, which must hold back incomplete UTF-8 itself.
   virtual std::string token_bytes(int32_t id) const = 0;
   virtual bool is_special(int32_t id) const = 0;
+  // Whether `id` names a token. A model's embedding table is often padded past the tokenizer
+  // (151,936 rows for 151,669 ids); generated ids in the padding decode to nothing.
+  virtual bool has_id(int32_t id) const = 0;
   // Id of a token string (regular or added), or -1.
   virtual int32_t token_to_id(std::string_view token) const = 0;
   // Largest id + 1 over vocabulary and added tokens.

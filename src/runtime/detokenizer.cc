@@ -57,7 +57,7 @@ std::string utf8_sanitize(const std::string& s) {
 }
 
 std::string Detokenizer::push(int32_t id) {
-  if (skip_special_ && tok_.is_special(id)) return "";
+  if (!tok_.has_id(id) || (skip_special_ && tok_.is_special(id))) return "";
   pending_ += tok_.token_bytes(id);
   const size_t n = utf8_complete_prefix(pending_);
   std::string out = utf8_sanitize(pending_.substr(0, n));

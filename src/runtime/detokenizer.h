@@ -1,6 +1,7 @@
 // Incremental detokenisation: token ids in, UTF-8 text deltas out. Bytes of a character split
 // across tokens are held back until the character is complete, so a delta is never broken UTF-8.
-// Sequences that can never become valid are emitted as U+FFFD (as the full decode would).
+// Sequences that can never become valid are emitted as U+FFFD (as the full decode would); ids the
+// tokenizer does not know (embedding padding) produce nothing, as transformers' decode skips them.
 #pragma once
 
 #include <cstdint>

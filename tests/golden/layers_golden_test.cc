@@ -22,7 +22,7 @@ namespace locr::model {
 namespace {
 
 struct LayerCase {
-  std::string model_dir, ref, name;
+  std::string model_dir, ref, name, backend;
 };
 
 std::vector<LayerCase> discover() {
@@ -36,7 +36,8 @@ std::vector<LayerCase> discover() {
         std::string n = m.path().filename().string() + "__" + c.path().stem().string();
         for (char& ch : n)
           if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-        out.push_back({m.path().string(), c.path().string(), n});
+        for (const char* b : {"ref", "cpu-f32"})
+          out.push_back({m.path().string(), c.path().string(), n + (b[0] == 'r' ? "__ref" : "__cpu_f32"), b});
       }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -56,8 +57,8 @@ TEST_P(LayersGolden, DecoderAndVisionMatchTransformers) {
   const LayerCase& c = GetParam();
   const ModelConfig cfg = ModelConfig::from_file(c.model_dir + "/config.json");
   const auto st = io::SafetensorsSet::open_dir(c.model_dir);
-  const ModelWeights w = load_weights(st, cfg);
-  auto ops = kernels::make_ops("ref");
+  ModelWeights w = load_weights(st, cfg);
+  auto ops = kernels::make_ops(c.backend);
   auto ref = io::SafetensorsFile::open(c.ref);
 
   // Vision: pixel_values of the first image -> encoder -> projector.

@@ -28,3 +28,25 @@ TEST(Utf8, SanitizeReplacesLikeFromUtf8Lossy) {
 
 }  // namespace
 }  // namespace locr::runtime
+
+namespace locr::runtime {
+namespace {
+
+TEST(Detokenizer, HoldsBackSplitCharactersAndSkipsUnknownIds) {
+  const auto tok = model::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
+  const std::vector<int32_t> ids = tok->encode("Bonjour 中文 ok");
+  Detokenizer d(*tok, true);
+  std::string out;
+  for (int32_t id : ids) {
+    const std::string delta = d.push(id);
+    EXPECT_EQ(utf8_complete_prefix(delta), delta.size()) << "a delta must never end mid-character";
+    out += delta;
+  }
+  EXPECT_EQ(d.push(tok->vocab_size() + 5), "");  // padding id past the tokenizer
+  out += d.finish();
+  EXPECT_EQ(out, tok->decode(ids, true));
+  EXPECT_EQ(out, "Bonjour 中文 ok");
+}
+
+}  // namespace
+}  // namespace locr::runtime

@@ -87,6 +87,22 @@ TEST_P(ImageDecode, MatchesPillowConvertRgb) {
   }
 }
 
+// With apply_exif_orientation, the result is ImageOps.exif_transpose(Image.open(f)).convert("RGB").
+TEST_P(ImageDecode, ExifOrientationMatchesExifTranspose) {
+  const std::string name = GetParam();
+  DecodeOptions opts;
+  opts.apply_exif_orientation = true;
+  const Image img = load_image(kDecodeDir + "/" + name, opts);
+  const std::string key = goldens()->has(name + ":exif") ? name + ":exif" : name;
+  const Tensor want = goldens()->get(key);
+  ASSERT_EQ(img.height, want.dim(0)) << key;
+  ASSERT_EQ(img.width, want.dim(1)) << key;
+  EXPECT_TRUE(std::equal(img.rgb.begin(), img.rgb.end(), want.data<uint8_t>())) << key;
+  if (img.has_alpha()) {
+    EXPECT_EQ(img.alpha.size(), static_cast<size_t>(img.width) * img.height);
+  }
+}
+
 TEST_P(ImageDecode, PixelLimitIsCheckedFromTheHeader) {
   const std::string bytes = read_file(kDecodeDir + "/" + GetParam());
   DecodeOptions opts;

@@ -1,9 +1,19 @@
-// Tokenizer tests on a hand-made toy tokenizer: merge order, added tokens, and the error paths;
-// plus the pre-tokenizer regex matchers and UTF-8 repair on hand-checked examples.
-// No timing assertions here.
+// Tokenizer tests. Two halves:
+//  - the real Qwen vocabulary (tests/fixtures/tokenizer/, written by
+//    tools/reference/make_tokenizer_goldens.py with the Python `tokenizers` library): every golden
+//    string must encode to exactly the library's ids and decode to its text, for the Qwen2
+//    configuration and for patched variants (other pre-tokenizers, added-token flags, ...); plus
+//    exhaustive checks of the Unicode classes and NFC the library uses;
+//  - a hand-made toy tokenizer for the merge order and the error paths.
+// No timing assertions here; throughput is measured separately.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +29,244 @@ namespace {
 
 using nlohmann::json;
 
+std::string fixture_path(const std::string& name) { return std::string(LOCR_FIXTURES_DIR) + "/tokenizer/" + name; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string read_gzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  EXPECT_NE(f, nullptr) << "cannot open " << path;
+  if (f == nullptr) return {};
+  std::string out;
+  char buf[1 << 16];
+  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  gzclose(f);
+  return out;
+}
+
+std::vector<json> read_jsonl(const std::string& text) {
+  std::vector<json> rows;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) rows.push_back(json::parse(line));
+  return rows;
+}
+
+// Printable form of a string for failure messages.
+std::string show(const std::string& s) {
+  std::string d = json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  return d.size() > 160 ? d.substr(0, 160) + "...\" (" + std::to_string(s.size()) + " bytes)" : d;
+}
+
+const json& qwen2_json() {
+  static const json j = json::parse(read_gzip(fixture_path("qwen2_tokenizer.json.gz")));
+  return j;
+}
+
+const Tokenizer& qwen2() {
+  static const std::unique_ptr<Tokenizer> t = Tokenizer::from_json(qwen2_json().dump());
+  return *t;
+}
+
+const std::vector<json>& encode_goldens() {
+  static const std::vector<json> rows = read_jsonl(read_text(fixture_path("encode_goldens.jsonl")));
+  return rows;
+}
+
+json apply_patch(json base, const json& patch) {
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    if (it.key() == "model") {
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) base["model"][m.key()] = m.value();
+    } else {
+      base[it.key()] = it.value();
+    }
+  }
+  return base;
+}
+
+// ------------------------------------------------------------------ real Qwen vocabulary
+
+TEST(TokenizerQwen2, KnownIds) {
+  const Tokenizer& t = qwen2();
+  EXPECT_EQ(t.vocab_size(), 151669);
+  EXPECT_EQ(t.encode("system"), std::vector<int32_t>{8948});
+  EXPECT_EQ(t.encode("user"), std::vector<int32_t>{872});
+  EXPECT_EQ(t.encode("assistant"), std::vector<int32_t>{77091});
+  EXPECT_EQ(t.encode("\n"), std::vector<int32_t>{198});
+  EXPECT_EQ(t.token_to_id("<|im_start|>"), 151644);
+  EXPECT_EQ(t.token_to_id("<|image_pad|>"), 151655);
+  EXPECT_EQ(t.token_to_id("\xC4\x8A"), 198);  // "Ċ", the byte-level spelling of "\n"
+  EXPECT_EQ(t.token_to_id("no such token"), -1);
+  EXPECT_TRUE(t.is_special(151645));
+  EXPECT_FALSE(t.is_special(151667));  // <think> is an added token but not special
+  EXPECT_FALSE(t.is_special(198));
+  EXPECT_FALSE(t.is_special(-1));
+  EXPECT_FALSE(t.is_special(151669));
+  // The image-only OCR prompt (model-spec §5).
+  const std::vector<int32_t> prompt = {151644, 8948, 151645, 198, 151644, 872, 198, 151655, 151645, 198, 151644, 77091, 198};
+  EXPECT_EQ(t.encode("<|im_start|>system<|im_end|>\n<|im_start|>user\n<|image_pad|><|im_end|>\n<|im_start|>assistant\n"),
+            prompt);
+}
+
+TEST(TokenizerQwen2, EncodeGoldens) {
+  const Tokenizer& t = qwen2();
+  size_t checked = 0, failed = 0;
+  for (const json& row : encode_goldens()) {
+    const std::string text = row["text"];
+    const auto want = row["ids"].get<std::vector<int32_t>>();
+    const auto got = t.encode(text);
+    if (got != want && ++failed <= 20) ADD_FAILURE() << "encode " << show(text) << "\n got  " << json(got).dump() << "\n want " << json(want).dump();
+    ++checked;
+  }
+  EXPECT_EQ(failed, 0u);
+  EXPECT_GE(checked, 250u);
+  RecordProperty("strings_checked", static_cast<int>(checked));
+  std::printf("[ tokenizer ] %zu golden strings encoded, %zu mismatches\n", checked, failed);
+}
+
+TEST(TokenizerQwen2, DecodeRoundTrips) {
+  const Tokenizer& t = qwen2();
+  size_t failed = 0;
+  for (const json& row : encode_goldens()) {
+    const auto ids = row["ids"].get<std::vector<int32_t>>();
+    const std::string decoded = row["decoded"];
+    const std::string skipped = row.value("decoded_skip", decoded);
+    if (t.decode(ids) != decoded && ++failed <= 20) ADD_FAILURE() << "decode of " << show(row["text"]) << " gave " << show(t.decode(ids));
+    if (t.decode(ids, true) != skipped && ++failed <= 20) ADD_FAILURE() << "decode(skip) of " << show(row["text"]) << " gave " << show(t.decode(ids, true));
+    // Token bytes concatenate to the decoded text whenever that is valid UTF-8.
+    std::string bytes;
+    for (int32_t id : ids) bytes += t.token_bytes(id);
+    if (unicode::find_invalid_utf8(bytes) == std::string::npos && bytes != decoded && ++failed <= 20)
+      ADD_FAILURE() << "token_bytes of " << show(row["text"]);
+  }
+  EXPECT_EQ(failed, 0u);
+}
+
+TEST(TokenizerQwen2, DecodeGoldens) {
+  const Tokenizer& t = qwen2();
+  const auto rows = read_jsonl(read_text(fixture_path("decode_goldens.jsonl")));
+  ASSERT_GE(rows.size(), 20u);
+  for (const json& row : rows) {
+    const auto ids = row["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(t.decode(ids, row["skip_special"].get<bool>()), row["text"].get<std::string>()) << row["name"];
+  }
+}
+
+TEST(TokenizerQwen2, TokenBytes) {
+  const Tokenizer& t = qwen2();
+  EXPECT_EQ(t.token_bytes(198), "\n");
+  EXPECT_EQ(t.token_bytes(151645), "<|im_end|>");
+  EXPECT_EQ(t.token_bytes(t.token_to_id("\xC3\xA3")), "\xE3");  // "ã" in the alphabet stands for byte 0xE3
+  EXPECT_EQ(t.token_bytes(t.token_to_id("\xC4\xA0")), " ");     // "Ġ"
+  EXPECT_THROW(t.token_bytes(151669), Error);
+}
+
+TEST(TokenizerQwen2, Variants) {
+  const json variants = json::parse(read_text(fixture_path("variants.json")));
+  ASSERT_GE(variants.size(), 8u);
+  for (const json& v : variants) {
+    const std::string name = v["name"];
+    SCOPED_TRACE(name);
+    const auto t = Tokenizer::from_json(apply_patch(qwen2_json(), v["patch"]).dump());
+    size_t failed = 0;
+    for (const json& row : encode_goldens()) {
+      const std::string text = row["text"];
+      std::vector<int32_t> want = row["ids"];
+      if (row.contains("variant_ids") && row["variant_ids"].contains(name)) want = row["variant_ids"][name].get<std::vector<int32_t>>();
+      std::string want_text = row["decoded"];
+      if (row.contains("variant_decoded") && row["variant_decoded"].contains(name)) want_text = row["variant_decoded"][name];
+      const auto got = t->encode(text);
+      if (got != want && ++failed <= 10) ADD_FAILURE() << "encode " << show(text) << "\n got  " << json(got).dump() << "\n want " << json(want).dump();
+      if (t->decode(want) != want_text && ++failed <= 10) ADD_FAILURE() << "decode " << show(text) << " gave " << show(t->decode(want));
+    }
+    EXPECT_EQ(failed, 0u);
+  }
+}
+
+TEST(TokenizerQwen2, ConcurrentEncodesAgree) {
+  // HTTP threads tokenize concurrently; the word cache and scratch buffers must not mix them up.
+  const Tokenizer& t = qwen2();
+  const auto& rows = encode_goldens();
+  std::vector<size_t> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < failures.size(); ++k) {
+    threads.emplace_back([&, k] {
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const json& row = rows[(i * 7 + k * 131) % rows.size()];
+        if (t.encode(row["text"].get<std::string>()) != row["ids"].get<std::vector<int32_t>>()) ++failures[k];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t f : failures) EXPECT_EQ(f, 0u);
+}
+
+TEST(TokenizerQwen2, RejectsInvalidUtf8) {
+  try {
+    qwen2().encode("ab\xC3(");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("offset 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(qwen2().encode("\xED\xA0\x80"), Error);  // a UTF-16 surrogate
+}
+
+TEST(TokenizerQwen2, LongInputsStayLinear) {
+  // Would take minutes if whitespace runs or long words were handled quadratically.
+  const Tokenizer& t = qwen2();
+  EXPECT_FALSE(t.encode(std::string(200000, ' ') + "x").empty());
+  EXPECT_FALSE(t.encode(std::string(100000, '\n') + std::string(100000, ' ')).empty());
+  std::string word;
+  for (int i = 0; i < 20000; ++i) word += "\xE4\xB8\xAD";  // one 60 kB pre-token of 中
+  EXPECT_FALSE(t.encode(word).empty());
+  EXPECT_EQ(t.decode(t.encode(word)), word);
+}
+
 // ------------------------------------------------------------------ Unicode
+
+// Every code point against the classes the Python library uses (its Oniguruma for the
+// pre-tokenizer regexes, Rust's regex crate for the added-token flags).
+TEST(TokenizerUnicode, ClassesMatchTokenizers) {
+  const json classes = json::parse(read_text(fixture_path("unicode_classes.json")));
+  auto member_of = [&](const char* name) {
+    std::vector<bool> in(0x110000, false);
+    for (const auto& r : classes[name])
+      for (char32_t c = r[0].get<char32_t>(); c <= r[1].get<char32_t>(); ++c) in[c] = true;
+    return in;
+  };
+  const auto letters = member_of("L"), numbers = member_of("N"), spaces = member_of("S");
+  const auto word = member_of("W"), rust_spaces = member_of("WS");
+  size_t mismatches = 0;
+  for (char32_t c = 0; c < 0x110000; ++c) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    const unicode::CharClass k = unicode::char_class(c);
+    const bool space = k == unicode::CharClass::kSpace || k == unicode::CharClass::kNewline;
+    if ((k == unicode::CharClass::kLetter) != letters[c] || (k == unicode::CharClass::kNumber) != numbers[c] ||
+        space != spaces[c] || unicode::is_white_space(c) != spaces[c] || unicode::is_white_space(c) != rust_spaces[c] ||
+        unicode::is_word_char(c) != word[c] || (k == unicode::CharClass::kNewline) != (c == '\r' || c == '\n')) {
+      if (++mismatches <= 10) ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c);
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(TokenizerUnicode, NfcMatchesTokenizers) {
+  const auto rows = read_jsonl(read_gzip(fixture_path("nfc_goldens.jsonl.gz")));
+  ASSERT_GT(rows.size(), 10000u);
+  size_t mismatches = 0;
+  for (const json& row : rows) {
+    const std::string in = row[0], want = row[1];
+    if (unicode::nfc(in) != want && ++mismatches <= 10) ADD_FAILURE() << "nfc " << show(in) << " gave " << show(unicode::nfc(in)) << " want " << show(want);
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
 
 TEST(TokenizerUnicode, Utf8Lossy) {
   // One U+FFFD per maximal invalid subpart, as Rust's String::from_utf8_lossy.

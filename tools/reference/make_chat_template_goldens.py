@@ -357,6 +357,7 @@ FEATURES = [
     ("unicode_text", "{{ '日本語' | length }} {{ '日本語'[1] }} {{ '日本語' | reverse }} {{ 'ÀÉ' | lower }} {{ 'àé' | upper }} {{ 'éa' | title }} {{ 'ǅ' | lower }} {{ '日本語'.find('語') }} {{ 'x😀y'[1] }} {{ 'x😀y' | list }}", {}),
     ("arith_more", "{{ 1 < 2.5 }} {{ (1, 2) == (1, 2) }} {{ [1, 2] == (1, 2) }} {{ 'a' * 0 }} {{ -3 // 2 }} {{ -3 % 2 }} {{ 3 % -2 }} {{ 7.0 // 2 }} {{ -7.5 % 2 }} {{ 1e308 * 10 }} {{ -(1e308 * 10) }} {{ 2 ** 62 }} {{ 1 / 4 }} {{ 0.1 * 3 }} {{ 100.0 }} {{ 1e22 }} {{ 1.5e-7 }} {{ 123456789012345678 }} {{ 2 ** 0.5 }} {{ -5 // 3.0 }} {{ true * 3 }} {{ 3 - true }}", {}),
     ("macro_defaults", "{% macro f(a, b=a ~ '!', c=none) %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ f('x') }}|{{ f('x', c=1) }}|{% macro g() %}{{ varargs | length }}{% endmacro %}{{ g(1, 2) }}|{% macro h(x) -%}\n  [{{ x }}]\n{%- endmacro %}{{ h(1) }}", {}),
+    ("macro_escapes_its_loop", "{% set ns = namespace() %}{% for i in [7] %}{% macro m(x) %}M{{ x }}{% endmacro %}{% set ns.m = m %}{% endfor %}{{ ns.m(1) }}", {}),
     ("if_elif_chain", "{% for v in [0, 1, 2, 3] %}{% if v == 0 %}zero{% elif v == 1 %}one{% elif v == 2 %}two{% else %}many{% endif %},{% endfor %}", {}),
     ("print_and_tuples", "{% print 'p' %}{{ 1, 2 }}{{ (1, 2)[0] }}{{ [1, 2][0:1] }}{{ () | length }}{{ (1,) + (2,) }}", {}),
     ("test_arg_forms", "{{ 3 is divisibleby(3) }}{{ 'a' is in(['a']) }}{{ 2 is gt(1) }}{{ x is sameas none }}{{ 5 is lt 6 }}{{ none is sameas none }}{{ 'upper' is filter }}{{ 'odd' is test }}{{ 'nope' is filter }}{{ 3.0 is odd }}{{ 4.0 is even }}", {}),

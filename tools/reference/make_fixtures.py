@@ -350,7 +350,7 @@ IMAGE_SPECS = {
     "page_small.png": (109, 91, "RGB", 11),  # landscape; @14 -> 112x98 = 8x7 patches (odd rows)
     "page_portrait.png": (78, 109, "RGB", 12),  # portrait; -> 84x112 under both alignments
     "gray.png": (95, 68, "L", 13),  # grayscale; @14 -> 98x70 = 7x5 patches (both odd)
-    "rgba.png": (115, 80, "RGBA", 14),  # alpha channel is dropped by convert("RGB")
+    "rgba.png": (115, 80, "RGBA", 14),  # transparent: composited onto white by the processor
     "photo.jpg": (97, 71, "RGB", 15),  # JPEG quality 90; @14 -> 98x84 = 7x6 patches
     "exact.png": (112, 84, "RGB", 16),  # already a multiple of 28: resized to the same size
     "wide.png": (1610, 29, "RGB", 17),  # wider than 1540: downscaled (floor) then aligned
@@ -466,7 +466,7 @@ CASES = {
          [IMG + "wide.png"], 14),
         ("gray_a14", "grayscale PNG converted to RGB, 95x68 -> 98x70, 7x5 patches (both odd)", None, None,
          [IMG + "gray.png"], 14),
-        ("rgba_a14", "RGBA PNG, alpha dropped by convert('RGB'), 115x80 -> 126x84, 9x6 patches", None, None, [IMG + "rgba.png"], 14),
+        ("rgba_a14", "RGBA PNG, composited onto white by the processor, 115x80 -> 126x84, 9x6 patches", None, None, [IMG + "rgba.png"], 14),
         ("jpeg_a14", "JPEG quality 90, 97x71 -> 98x84, 7x6 patches (odd cols)", None, None, [IMG + "photo.jpg"], 14),
     ],
     "tiny_b": [
@@ -735,11 +735,12 @@ def make_image_processor() -> PixtralImageProcessor:
     return proc
 
 
-def load_rgb(rel: str) -> Image.Image:
+def load_image(rel: str) -> Image.Image:
+    # Hand the processor the image as opened, in its own mode: transformers' convert_to_rgb then
+    # does the RGB conversion itself (and composites transparent images onto white, as vLLM's
+    # rgba_to_rgb does too).
     img = Image.open(REPO / rel)
     img.load()
-    if img.mode != "RGB":
-        img = img.convert("RGB")
     return img
 
 
@@ -755,7 +756,7 @@ def build_inputs(hf_tok, image_proc, system, prompt, images, align):
     pixel_values = image_sizes = None
     counts = []
     if images:
-        pil = [load_rgb(p) for p in images]
+        pil = [load_image(p) for p in images]
         feats = image_proc(pil, patch_size=align, return_tensors="pt")
         pixel_values = feats["pixel_values"]
         image_sizes = [tuple(int(x) for x in s) for s in feats["image_sizes"]]
@@ -904,7 +905,7 @@ def check_processor_equivalence(hf_tok, image_proc) -> None:
         _, ids, pv, sizes, _ = build_inputs(hf_tok, image_proc, None, prompt, images, 14)
         messages = build_messages(None, prompt, len(images))
         text = proc.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        got = proc(text=text, images=[load_rgb(p) for p in images], return_tensors="pt")
+        got = proc(text=text, images=[load_image(p) for p in images], return_tensors="pt")
         assert torch.equal(got["input_ids"], ids), "LightOnOcrProcessor disagrees on input_ids"
         assert torch.equal(got["pixel_values"], pv), "LightOnOcrProcessor disagrees on pixel_values"
         assert [tuple(int(x) for x in s) for s in got["image_sizes"]] == sizes

@@ -10,7 +10,9 @@ What it writes (all small and deterministic):
   decode/<name>.<ext>          test images in every format and mode, plus truncated/corrupt copies
   decode_golden.safetensors    U8 [H, W, 3] per image = np.array(Image.open(f).convert("RGB"));
                                "<name>:hf" = transformers' convert_to_rgb (alpha composited on white),
-                               only where it differs in kind (the image has alpha/transparency)
+                               only where it differs in kind (the image has alpha/transparency);
+                               "<name>:exif" = ImageOps.exif_transpose(...).convert("RGB") where the
+                               file has an EXIF orientation that Pillow leaves to exif_transpose
   pp_<case>.png                inputs for preprocessing
   pp_<case>_a<14|28>.png       the processor's resized uint8 image (lossless PNG, HWC)
   preprocess_golden.safetensors
@@ -36,7 +38,7 @@ import zlib
 
 import numpy as np
 import torch
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageOps
 from safetensors.numpy import save_file
 from transformers.image_processing_utils import SizeDict
 from transformers.image_transforms import convert_to_rgb
@@ -340,6 +342,11 @@ def decode_cases():
     im_rgba = Image.fromarray(np.dstack([rgb, alpha]), "RGBA")
     grey = rgb[..., 0]
 
+    def exif(orientation):
+        e = Image.Exif()
+        e[274] = orientation
+        return e
+
     # --- PNG
     cases["png_rgb.png"] = save(im_rgb, "PNG")
     cases["png_l.png"] = save(Image.fromarray(grey), "PNG")
@@ -370,6 +377,8 @@ def decode_cases():
     cases["png_p4.png"] = make_png(W, H, 4, 3, [pack_bits(r, 4) for r in v], extra=png_chunk(b"PLTE", pal16[:10 * 3]))
     cases["png_l_trns.png"] = save(Image.fromarray(grey), "PNG", transparency=int(grey[3, 3]))
     cases["png_rgb_trns.png"] = save(im_rgb, "PNG", transparency=tuple(int(c) for c in rgb[2, 2]))
+    cases["png_exif8.png"] = save(im_rgb, "PNG", exif=exif(8))
+    cases["png_exif2_rgba.png"] = save(im_rgba, "PNG", exif=exif(2))
     cases["png_interlaced.png"] = make_png(W, H, 8, 2, [r.tobytes() for r in rgb], interlace=True)
     v = rng.integers(0, 2, size=(H, W))
     cases["png_gray1_interlaced.png"] = make_png(W, H, 1, 0, [pack_bits(r, 1) for r in v], interlace=True)
@@ -390,12 +399,19 @@ def decode_cases():
     cases["jpeg_doc_420.jpg"] = save(Image.fromarray(big), "JPEG", quality=75)
     cases["jpeg_doc_restart.jpg"] = save(Image.fromarray(big), "JPEG", quality=75, restart_marker_rows=2)
 
+    # EXIF orientation (kept as is by Image.open; ImageOps.exif_transpose goldens are ":exif").
+    cases["jpeg_exif6.jpg"] = save(im_photo, "JPEG", quality=90, exif=exif(6))
+    cases["jpeg_exif4.jpg"] = save(im_photo, "JPEG", quality=90, exif=exif(4))
+    cases["jpeg_exif5_gray.jpg"] = save(Image.fromarray(photo[..., 1]), "JPEG", quality=90, exif=exif(5))
+
     # --- WebP
     cases["webp_lossy.webp"] = save(im_photo, "WEBP", quality=80)
     cases["webp_lossless.webp"] = save(im_rgb, "WEBP", lossless=True)
     cases["webp_lossless_alpha.webp"] = save(im_rgba, "WEBP", lossless=True, exact=True)
     cases["webp_lossy_alpha.webp"] = save(im_rgba, "WEBP", quality=70)
     frames = [Image.fromarray(smooth(H, W, s)) for s in (3, 4)]
+    cases["webp_exif3.webp"] = save(im_photo, "WEBP", quality=80, exif=exif(3))
+    cases["webp_exif7_alpha.webp"] = save(im_rgba, "WEBP", lossless=True, exact=True, exif=exif(7))
     cases["webp_anim.webp"] = save(frames[0], "WEBP", save_all=True, append_images=frames[1:], duration=100,
                                    lossless=True)
 
@@ -605,6 +621,9 @@ def main():
         im2 = Image.open(io.BytesIO(data))
         if "A" in im2.getbands() or im2.info.get("transparency") is not None:
             golden[name + ":hf"] = np.ascontiguousarray(hf)
+        upright = np.array(ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert("RGB"))
+        if upright.shape != rgb.shape or not np.array_equal(upright, rgb):
+            golden[name + ":exif"] = np.ascontiguousarray(upright)
         print(f"{name:32s} {im.mode:6s} {rgb.shape[1]}x{rgb.shape[0]}")
     for name, data in sorted(bad.items()):
         with open(os.path.join(out, "decode", name), "wb") as f:
@@ -636,8 +655,9 @@ def main():
             pp[f"{case}/a{align}/pixel_values"] = np.ascontiguousarray(pv[:, :rows, :cols])
             print(f"pp {case:18s} align {align}: {im.size[0]}x{im.size[1]} -> {size[1]}x{size[0]} "
                   f"(kept {rows}x{cols})")
-    save_file(pp, os.path.join(out, "preprocess_golden.safetensors"),
-              metadata={"torch": torch.__version__, "transformers": __import__("transformers").__version__})
+    # One metadata key only: safetensors writes several in random order, which would churn the file.
+    versions = f"torch {torch.__version__}, transformers {__import__('transformers').__version__}"
+    save_file(pp, os.path.join(out, "preprocess_golden.safetensors"), metadata={"versions": versions})
 
 
 if __name__ == "__main__":

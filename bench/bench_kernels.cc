@@ -1,0 +1,253 @@
+// bench_kernels: the CPU backends at LightOnOCR-2-1B's shapes (Pixtral encoder: 1024 wide, MLP
+// 4096, head_dim 64, 16 heads, up to ~8580 patches per page; Qwen3 decoder: hidden 1024, q 2048,
+// kv 1024, MLP 3072, head_dim 128, 16/8 heads; vocab 151936). Counters: FLOP/s for compute-bound
+// kernels, bytes/s of weights or KV read for the bandwidth-bound ones. Threads: the global pool
+// (physical cores; --threads N overrides). Weights are BF16, as in the checkpoint.
+//
+//   bench_kernels [--threads N] [google benchmark flags, e.g. --benchmark_filter=Gemm]
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <time.h>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "kernels/ops.h"
+
+namespace {
+
+using locr::kernels::AttentionParams;
+using locr::kernels::Matrix;
+using locr::kernels::Ops;
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A prepared BF16 weight; the unpacked original is dropped once packed (matmul reads only the
+// packed copy), so benchmarks hold one copy of the weights, as the engine would.
+Matrix prepared_weight(Ops& ops, int64_t n, int64_t k, uint32_t seed) {
+  auto buf = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n * k));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-0.05f, 0.05f);
+  for (auto& x : *buf) x = locr::f32_to_bf16(d(rng));
+  Matrix w;
+  w.dtype = locr::DType::kBF16;
+  w.rows = n;
+  w.cols = k;
+  w.data = buf->data();
+  w.holder = buf;
+  ops.prepare(w);
+  if (w.packed) {
+    w.holder.reset();
+    w.data = nullptr;
+  }
+  return w;
+}
+
+// CPU seconds of the whole process (all pool threads). On a shared, oversubscribed machine the
+// wall-clock rate understates the kernels; the per-CPU-second rate ("per core") does not, though
+// it also counts the pool's brief spinning.
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct CpuClock {
+  double start = process_cpu_seconds();
+  double elapsed() const { return process_cpu_seconds() - start; }
+};
+
+void set_flops(benchmark::State& st, double flops_per_iter, double cpu_s) {
+  st.counters["FLOP/s"] =
+      benchmark::Counter(flops_per_iter, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  st.counters["FLOP/cpu_s"] = benchmark::Counter(flops_per_iter * static_cast<double>(st.iterations()) / cpu_s,
+                                                 benchmark::Counter::kDefaults, benchmark::Counter::kIs1000);
+}
+void set_bytes(benchmark::State& st, double bytes_per_iter, double cpu_s) {
+  st.counters["B/s"] =
+      benchmark::Counter(bytes_per_iter, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  st.counters["B/cpu_s"] = benchmark::Counter(bytes_per_iter * static_cast<double>(st.iterations()) / cpu_s,
+                                              benchmark::Counter::kDefaults, benchmark::Counter::kIs1000);
+}
+
+// GEMM (prefill / vision): y[M,N] = x[M,K] W[N,K]^T.
+void BM_Gemm(benchmark::State& st, std::string backend, int64_t M, int64_t N, int64_t K) {
+  auto ops = locr::kernels::make_ops(backend);
+  Matrix w = prepared_weight(*ops, N, K, 1);
+  const auto x = random_vec(static_cast<size_t>(M * K), 2);
+  std::vector<float> y(static_cast<size_t>(M * N));
+  const CpuClock clock;
+  for (auto _ : st) {
+    ops->matmul(x.data(), M, w, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double cpu_s = clock.elapsed();
+  set_flops(st, 2.0 * M * N * K, cpu_s);
+}
+
+// GEMV (decode): M rows against weights rotated over enough copies (>= 768 MB) that they stream
+// from DRAM, not from the last-level cache. Counter: weight bytes per second.
+void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, int64_t K) {
+  auto ops = locr::kernels::make_ops(backend);
+  const double bytes = 2.0 * N * K;
+  const int copies = static_cast<int>(std::max(1.0, std::ceil(768e6 / bytes)));
+  std::vector<Matrix> ws;
+  for (int c = 0; c < copies; ++c) ws.push_back(prepared_weight(*ops, N, K, 10 + c));
+  const auto x = random_vec(static_cast<size_t>(M * K), 3);
+  std::vector<float> y(static_cast<size_t>(M * N));
+  const CpuClock clock;
+  size_t i = 0;
+  for (auto _ : st) {
+    ops->matmul(x.data(), M, ws[i++ % ws.size()], y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double cpu_s = clock.elapsed();
+  set_bytes(st, bytes, cpu_s);
+  set_flops(st, 2.0 * M * N * K, cpu_s);
+}
+
+// Attention with contiguous q / k / v ([n, heads * head_dim]).
+void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_t n_kv, int64_t heads,
+                  int64_t kv_heads, int64_t hd, bool causal, int kv_copies) {
+  auto ops = locr::kernels::make_ops(backend);
+  AttentionParams p;
+  p.n_q = n_q;
+  p.n_kv = n_kv;
+  p.n_heads = heads;
+  p.n_kv_heads = kv_heads;
+  p.head_dim = hd;
+  p.q_stride = heads * hd;
+  p.kv_stride = kv_heads * hd;
+  p.out_stride = heads * hd;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  p.causal = causal;
+  p.q_offset = n_kv - n_q;
+  const auto q = random_vec(static_cast<size_t>(n_q * p.q_stride), 4);
+  std::vector<std::vector<float>> ks, vs;  // decode rotates over one KV cache per layer
+  for (int c = 0; c < kv_copies; ++c) {
+    ks.push_back(random_vec(static_cast<size_t>(n_kv * p.kv_stride), 5 + c));
+    vs.push_back(random_vec(static_cast<size_t>(n_kv * p.kv_stride), 50 + c));
+  }
+  std::vector<float> out(static_cast<size_t>(n_q * p.out_stride));
+  const CpuClock clock;
+  size_t i = 0;
+  for (auto _ : st) {
+    const size_t c = i++ % ks.size();
+    ops->attention(q.data(), ks[c].data(), vs[c].data(), out.data(), p);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double cpu_s = clock.elapsed();
+  // Visible (query, key) pairs: all, or the causal triangle with the chunk offset.
+  double pairs = static_cast<double>(n_q) * n_kv;
+  if (causal) pairs = static_cast<double>(n_q) * (n_kv - n_q) + 0.5 * n_q * (n_q + 1);
+  set_flops(st, 4.0 * pairs * hd * heads, cpu_s);
+  set_bytes(st, 2.0 * 4.0 * n_kv * kv_heads * hd, cpu_s);  // K and V read once (f32)
+}
+
+// Element-wise kernels on fresh inputs every iteration (applying them in place over and over
+// drives values into subnormals, which measures microcode assists, not the kernel).
+void BM_Gelu(benchmark::State& st, std::string backend, int64_t n) {
+  auto ops = locr::kernels::make_ops(backend);
+  const auto x0 = random_vec(static_cast<size_t>(n), 7, 3.0f);
+  auto x = x0;
+  double cpu_s = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    std::memcpy(x.data(), x0.data(), x.size() * sizeof(float));
+    const CpuClock clock;
+    st.ResumeTiming();
+    ops->gelu(x.data(), n);
+    benchmark::DoNotOptimize(x.data());
+    cpu_s += clock.elapsed();
+  }
+  set_bytes(st, 8.0 * n, cpu_s);
+}
+
+void BM_SiluMul(benchmark::State& st, std::string backend, int64_t n) {
+  auto ops = locr::kernels::make_ops(backend);
+  const auto g = random_vec(static_cast<size_t>(n), 8, 3.0f), u = random_vec(static_cast<size_t>(n), 9);
+  std::vector<float> out(static_cast<size_t>(n));
+  const CpuClock clock;
+  for (auto _ : st) {
+    ops->silu_mul(g.data(), u.data(), out.data(), n);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double cpu_s = clock.elapsed();
+  set_bytes(st, 12.0 * n, cpu_s);
+}
+
+void register_all() {
+  for (const std::string b : {"cpu-bf16", "cpu-f32"}) {
+    struct G {
+      const char* name;
+      int64_t m, n, k;
+    };
+    const G gemms[] = {
+        {"vision_qkvo", 8580, 1024, 1024}, {"vision_mlp_up", 8580, 4096, 1024},
+        {"vision_mlp_down", 8580, 1024, 4096}, {"dec_q", 2171, 2048, 1024},
+        {"dec_gate_up", 2171, 3072, 1024},   {"dec_down", 2171, 1024, 3072},
+    };
+    for (const auto& g : gemms)
+      benchmark::RegisterBenchmark(("Gemm/" + b + "/" + g.name).c_str(), BM_Gemm, b, g.m, g.n, g.k)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    const G gemvs[] = {
+        {"q", 1, 2048, 1024},    {"kv", 1, 1024, 1024},       {"o", 1, 1024, 2048},
+        {"gate_up", 1, 3072, 1024}, {"down", 1, 1024, 3072}, {"lm_head", 1, 151936, 1024},
+        {"gate_up_m4", 4, 3072, 1024},
+    };
+    for (const auto& g : gemvs)
+      benchmark::RegisterBenchmark(("Gemv/" + b + "/" + g.name).c_str(), BM_Gemv, b, g.m, g.n, g.k)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    benchmark::RegisterBenchmark(("Attention/" + b + "/vision_8580_hd64").c_str(), BM_Attention, b, 8580, 8580, 16,
+                                 16, 64, false, 1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Attention/" + b + "/prefill_causal_2171_hd128_gqa").c_str(), BM_Attention, b,
+                                 2171, 2171, 16, 8, 128, true, 1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa").c_str(), BM_Attention, b, 1, 2200,
+                                 16, 8, 128, true, 28)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Gelu/" + b + "/8580x4096").c_str(), BM_Gelu, b, int64_t{8580} * 4096)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("SiluMul/" + b + "/2171x3072").c_str(), BM_SiluMul, b, int64_t{2171} * 3072)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0) {
+      locr::ThreadPool::set_global_threads(std::atoi(argv[i + 1]));
+      for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+      argc -= 2;
+      break;
+    }
+  }
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,70 @@
+// bench_peak: the machine's arithmetic roofline, measured with register-only loops (no loads):
+// vdpbf16ps (64 FLOP per instruction: 16 lanes x 2 products x multiply-add) and 512-bit FMA
+// (32 FLOP). Run with --benchmark_filter and compare GEMM GFLOP/s against these.
+#include <benchmark/benchmark.h>
+
+#include <time.h>
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace locr::bench {
+float peak_loop_dpbf16(int64_t iters);
+float peak_loop_fma512(int64_t iters);
+}  // namespace locr::bench
+
+namespace {
+
+bool has_avx512_bf16() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"); }
+
+constexpr int64_t kIters = 1 << 20;
+
+// Runs `loop` on `threads` std::threads at once per benchmark iteration (not Google Benchmark's
+// Threads(), whose per-thread timing and counter summation are easy to misread) and reports the
+// total FLOP per wall second.
+template <float (*Loop)(int64_t)>
+void run_peak(benchmark::State& st, double flop_per_loop) {
+  const int threads = static_cast<int>(st.range(0));
+  std::vector<float> sink(threads);
+  timespec c0, c1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  for (auto _ : st) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { sink[t] += Loop(kIters); });
+    for (auto& t : ts) t.join();
+  }
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  const double cpu_s = static_cast<double>(c1.tv_sec - c0.tv_sec) + 1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+  benchmark::DoNotOptimize(sink.data());
+  // Per CPU-second, i.e. per core actually obtained: the roofline on a shared machine.
+  st.counters["FLOP/cpu_s"] = benchmark::Counter(flop_per_loop * kIters * threads * static_cast<double>(st.iterations()) / cpu_s,
+                                                 benchmark::Counter::kDefaults, benchmark::Counter::kIs1000);
+  st.counters["FLOP/s"] = benchmark::Counter(flop_per_loop * kIters * threads,
+                                             benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void BM_PeakDpbf16(benchmark::State& st) {
+  if (!has_avx512_bf16()) {
+    st.SkipWithError("no AVX512_BF16");
+    return;
+  }
+  run_peak<locr::bench::peak_loop_dpbf16>(st, 16 * 64);  // 16 instructions x 64 FLOP
+}
+
+void BM_PeakFma512(benchmark::State& st) {
+  if (!__builtin_cpu_supports("avx512f")) {
+    st.SkipWithError("no AVX-512");
+    return;
+  }
+  run_peak<locr::bench::peak_loop_fma512>(st, 16 * 32);  // 16 instructions x 32 FLOP
+}
+
+}  // namespace
+
+// Argument: number of threads running the loop concurrently.
+BENCHMARK(BM_PeakDpbf16)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PeakFma512)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();

@@ -1,0 +1,565 @@
+// CpuOps: the Ops implementation of the fast CPU backends. Compiled with baseline flags: it picks
+// a KernelTable once, packs weights, splits work over the global ThreadPool and hands tiles to
+// the per-ISA leaf kernels. It does no arithmetic of its own beyond packing.
+//
+// GEMM blocking (y[M,N] = x[M,K] W[N,K]^T): W is packed once (prepare) into panels of nr output
+// columns, K-major (or bf16 pairs for vdpbf16ps). Activations are packed per block of mc rows x kc
+// columns into mr-row tiles that stay in L2 while every panel of W streams past them; each
+// microkernel call keeps an mr x nr tile of y in registers. Small M (decode) packs x once and
+// splits the panels across threads, so every weight byte is read exactly once per call.
+#include "kernels/cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace locr::kernels {
+
+using cpu::AttnArgs;
+using cpu::BFormat;
+using cpu::KernelTable;
+
+// ---------------------------------------------------------------------------------------------
+// ISA detection.
+
+namespace {
+
+bool has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+bool has_avx512() {
+  return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+
+CpuIsa parse_isa(const std::string& s) {
+  if (s == "generic") return CpuIsa::kGeneric;
+  if (s == "avx2") return CpuIsa::kAvx2;
+  if (s == "avx512") return CpuIsa::kAvx512;
+  if (s == "avx512-bf16") return CpuIsa::kAvx512Bf16;
+  return CpuIsa::kAuto;
+}
+
+const KernelTable* table_for(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kGeneric:
+      return cpu::kernel_table_generic();
+    case CpuIsa::kAvx2:
+      return cpu::kernel_table_avx2();
+    case CpuIsa::kAvx512:
+      return cpu::kernel_table_avx512();
+    case CpuIsa::kAvx512Bf16:
+      return cpu::kernel_table_avx512_bf16();
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+const char* cpu_isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAuto:
+      return "auto";
+    case CpuIsa::kGeneric:
+      return "generic";
+    case CpuIsa::kAvx2:
+      return "avx2";
+    case CpuIsa::kAvx512:
+      return "avx512";
+    case CpuIsa::kAvx512Bf16:
+      return "avx512-bf16";
+  }
+  return "?";
+}
+
+bool cpu_isa_supported(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAuto:
+    case CpuIsa::kGeneric:
+      return true;
+    case CpuIsa::kAvx2:
+      return has_avx2();
+    case CpuIsa::kAvx512:
+      return has_avx512();
+    case CpuIsa::kAvx512Bf16:
+      return has_avx512_bf16();
+  }
+  return false;
+}
+
+CpuIsa cpu_best_isa() {
+  static const CpuIsa best = [] {
+    CpuIsa b = has_avx512_bf16() ? CpuIsa::kAvx512Bf16
+               : has_avx512()    ? CpuIsa::kAvx512
+               : has_avx2()      ? CpuIsa::kAvx2
+                                 : CpuIsa::kGeneric;
+    if (const char* env = std::getenv("LOCR_CPU_ISA")) {
+      const CpuIsa cap = parse_isa(env);
+      if (cap != CpuIsa::kAuto && static_cast<int>(cap) < static_cast<int>(b)) b = cap;
+    }
+    return b;
+  }();
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packed weights.
+
+namespace {
+
+constexpr uint32_t kPackedMagic = 0x6c637075;  // "lcpu"
+
+struct PackedWeight {
+  uint32_t magic = kPackedMagic;
+  BFormat fmt = BFormat::kKMajorF32;
+  int nr = 0;
+  int64_t n = 0, k = 0, k_pad = 0, panels = 0;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// The deleter's type marks a `Matrix::packed` as ours (std::get_deleter), whatever other backends
+// attach there.
+struct PackedDeleter {
+  void operator()(void* p) const {
+    auto* pw = static_cast<PackedWeight*>(p);
+    std::free(pw->data);
+    delete pw;
+  }
+};
+
+void* aligned_bytes(size_t n) {
+  const size_t rounded = (std::max<size_t>(n, 64) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  LOCR_CHECK(p != nullptr, "out of memory allocating ", rounded, " bytes");
+  return p;
+}
+
+// Per-call scratch, grown as needed and kept per calling thread (kernels never run concurrently
+// on one thread).
+struct Scratch {
+  void* p = nullptr;
+  size_t n = 0;
+  ~Scratch() { std::free(p); }
+  void* get(size_t bytes) {
+    if (bytes > n) {
+      std::free(p);
+      n = bytes + bytes / 4;
+      p = aligned_bytes(n);
+    }
+    return p;
+  }
+};
+
+Scratch& scratch_slot(int i) {
+  thread_local Scratch s[3];
+  return s[i];
+}
+
+std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
+  LOCR_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kBF16 || w.dtype == DType::kF16,
+             "matmul weight dtype ", dtype_name(w.dtype), " is not supported");
+  LOCR_CHECK(w.rows > 0 && w.cols > 0 && w.data != nullptr, "matmul with an empty weight");
+  auto* pw = new PackedWeight;
+  std::shared_ptr<void> holder(pw, PackedDeleter{});
+  pw->fmt = fmt;
+  pw->nr = nr;
+  pw->n = w.rows;
+  pw->k = w.cols;
+  pw->k_pad = (w.cols + 1) / 2 * 2;
+  pw->panels = (w.rows + nr - 1) / nr;
+  const size_t elem = fmt == BFormat::kKMajorF32 ? 4 : 2;
+  pw->bytes = static_cast<size_t>(pw->panels) * pw->k_pad * nr * elem;
+  pw->data = aligned_bytes(pw->bytes);
+  const int64_t N = pw->n, K = pw->k, KP = pw->k_pad;
+  // Row n of W (contiguous in k) becomes column c of its panel: a transpose with stride nr (or
+  // 2 nr for pairs). Typed loops, one pass over the source, panels split across threads.
+  ThreadPool::global().parallel_for(pw->panels, 1, [&](int64_t b, int64_t e, int) {
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t p = b; p < e; ++p) {
+      for (int c = 0; c < nr; ++c) {
+        const int64_t n = p * nr + c;
+        const bool valid = n < N;
+        if (fmt == BFormat::kKMajorF32) {
+          float* d = static_cast<float*>(pw->data) + p * KP * nr + c;
+          if (valid) convert_to_f32(w.dtype, static_cast<const char*>(w.data) + n * K * dtype_size(w.dtype), row.data(), K);
+          for (int64_t k = 0; k < KP; ++k) d[k * nr] = (valid && k < K) ? row[k] : 0.0f;
+          continue;
+        }
+        // bf16 panels: BF16 rows are copied bit for bit, F32/F16 rows rounded to bf16.
+        const uint16_t* src16 = nullptr;
+        std::vector<uint16_t> tmp;
+        if (valid) {
+          if (w.dtype == DType::kBF16) {
+            src16 = static_cast<const uint16_t*>(w.data) + n * K;
+          } else {
+            convert_to_f32(w.dtype, static_cast<const char*>(w.data) + n * K * dtype_size(w.dtype), row.data(), K);
+            tmp.resize(static_cast<size_t>(K));
+            for (int64_t k = 0; k < K; ++k) tmp[k] = f32_to_bf16(row[k]);
+            src16 = tmp.data();
+          }
+        }
+        if (fmt == BFormat::kKMajorBf16) {
+          uint16_t* d = static_cast<uint16_t*>(pw->data) + p * KP * nr + c;
+          for (int64_t k = 0; k < KP; ++k) d[k * nr] = (valid && k < K) ? src16[k] : 0;
+        } else {
+          uint16_t* d = static_cast<uint16_t*>(pw->data) + p * KP * nr + 2 * c;
+          for (int64_t k = 0; k < KP; ++k) d[(k / 2) * nr * 2 + (k & 1)] = (valid && k < K) ? src16[k] : 0;
+        }
+      }
+    }
+  });
+  return holder;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---------------------------------------------------------------------------------------------
+
+class CpuOps final : public Ops {
+ public:
+  CpuOps(CpuPrecision precision, CpuIsa isa, const KernelTable* t) : precision_(precision), isa_(isa), t_(t) {
+    name_ = std::string(precision == CpuPrecision::kF32 ? "cpu-f32" : "cpu-bf16") + "/" + t->isa;
+  }
+
+  const char* name() const override { return name_.c_str(); }
+
+  BFormat format_for(DType dtype) const {
+    if (precision_ == CpuPrecision::kBF16) return t_->bf16_dot ? BFormat::kPairsBf16 : BFormat::kKMajorBf16;
+    return dtype == DType::kBF16 ? BFormat::kKMajorBf16 : BFormat::kKMajorF32;
+  }
+
+  const PackedWeight* own_packed(const Matrix& w) const {
+    if (!w.packed || std::get_deleter<PackedDeleter>(w.packed) == nullptr) return nullptr;
+    const auto* pw = static_cast<const PackedWeight*>(w.packed.get());
+    if (pw->magic != kPackedMagic || pw->fmt != format_for(w.dtype) || pw->nr != t_->nr || pw->n != w.rows ||
+        pw->k != w.cols)
+      return nullptr;
+    return pw;
+  }
+
+  void prepare(Matrix& w) override {
+    if (own_packed(w) != nullptr) return;
+    w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
+  }
+
+  void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
+    if (M <= 0) return;
+    std::shared_ptr<void> temp;
+    const PackedWeight* pw = own_packed(w);
+    if (pw == nullptr) {
+      // Correct but slow (a full copy per call): weights should be prepare()d once at load.
+      static std::atomic<bool> warned{false};
+      if (w.rows * w.cols >= (1 << 20) && !warned.exchange(true))
+        LOCR_DEBUG(name_, ": matmul on an unprepared ", w.rows, "x", w.cols, " weight packs it on every call");
+      temp = pack_weight(w, format_for(w.dtype), t_->nr);
+      pw = static_cast<const PackedWeight*>(temp.get());
+    }
+    gemm(x, M, *pw, y);
+  }
+
+  void gemm(const float* x, int64_t M, const PackedWeight& pw, float* y) {
+    const KernelTable& t = *t_;
+    const int64_t N = pw.n, K = pw.k, KP = pw.k_pad, nr = pw.nr, mr = t.mr;
+    const bool pairs = pw.fmt == BFormat::kPairsBf16;
+    const bool round_a = precision_ == CpuPrecision::kBF16 && !pairs;  // emulated bf16 inputs
+    const size_t belem = pw.fmt == BFormat::kKMajorF32 ? 4 : 2;
+    // K block: f32 A tiles (14 x 512 x 4 = 28 KB) and a widened B slice (128 KB) live in L1/L2;
+    // measured flat between 256 and 1024 on the development machine.
+    const int64_t kc_max = pairs ? 2048 : 512;  // even
+    const int64_t k_span = pairs ? KP : K;       // pairs consume the zero pad column
+    const int64_t n_kb = ceil_div(k_span, kc_max);
+    auto kc_of = [&](int64_t kb) { return std::min(kc_max, k_span - kb * kc_max); };
+    // A tile of kc columns: kc * mr f32, or kc/2 * mr u32 pairs; 4 bytes per element either way.
+    auto tile_elems = [&](int64_t kc) { return pairs ? kc / 2 * mr : kc * mr; };
+    auto pack = [&](const float* xs, int64_t rows, int64_t k0, int64_t kc, void* dst) {
+      if (pairs) {
+        t.pack_a_pairs(xs, K, rows, k0, kc, K, static_cast<uint32_t*>(dst));
+      } else {
+        t.pack_a_f32(xs, K, rows, k0, kc, K, static_cast<float*>(dst), round_a);
+      }
+    };
+    auto b_at = [&](int64_t p, int64_t k0) {
+      return static_cast<const char*>(pw.data) + static_cast<size_t>(p * KP * nr + k0 * nr) * belem;
+    };
+    ThreadPool& pool = ThreadPool::global();
+    const int64_t mc = mr * 8;
+
+    if (M <= mc) {
+      // Few rows (decode, small chunks): pack x once; threads split the weight panels.
+      const int64_t tiles = ceil_div(M, mr);
+      std::vector<int64_t> kb_off(n_kb + 1, 0);
+      for (int64_t kb = 0; kb < n_kb; ++kb) kb_off[kb + 1] = kb_off[kb] + tiles * tile_elems(kc_of(kb));
+      auto* a = static_cast<uint32_t*>(scratch_slot(0).get(static_cast<size_t>(kb_off[n_kb]) * 4));
+      for (int64_t kb = 0; kb < n_kb; ++kb) pack(x, M, kb * kc_max, kc_of(kb), a + kb_off[kb]);
+      pool.parallel_for(pw.panels, 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t p = b; p < e; ++p) {
+          const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
+          for (int64_t kb = 0; kb < n_kb; ++kb) {
+            const int64_t kc = kc_of(kb);
+            for (int64_t ti = 0; ti < tiles; ++ti) {
+              const int m = static_cast<int>(std::min<int64_t>(mr, M - ti * mr));
+              t.gemm_tile(pw.fmt, kc, a + kb_off[kb] + ti * tile_elems(kc), b_at(p, kb * kc_max),
+                          y + ti * mr * N + p * nr, N, m, n, kb > 0);
+            }
+          }
+        }
+      });
+      return;
+    }
+
+    // Many rows: tasks are (block of mc rows) x (range of panels); each packs its rows' A block.
+    const int64_t mblocks = ceil_div(M, mc);
+    const int64_t threads = pool.size();
+    const int64_t nsplit = std::clamp<int64_t>(ceil_div(4 * threads, mblocks), 1, pw.panels);
+    const int64_t per_split = ceil_div(pw.panels, nsplit);
+    // bf16 K-major panels are widened to f32 once per (panel, K block) into an L1/L2-resident
+    // slice that all row tiles of the block reuse, so the microkernel runs at the pure-FMA rate.
+    const bool widen = pw.fmt == BFormat::kKMajorBf16;
+    const size_t a_bytes = static_cast<size_t>(mc / mr * tile_elems(kc_max)) * 4;
+    const size_t w_bytes = widen ? static_cast<size_t>(kc_max * nr) * 4 : 0;
+    const size_t per_thread = (a_bytes + w_bytes + 63) / 64 * 64;
+    char* abuf = static_cast<char*>(scratch_slot(0).get(per_thread * threads));
+    pool.parallel_for(mblocks * nsplit, 1, [&](int64_t b, int64_t e, int thread) {
+      auto* a = reinterpret_cast<uint32_t*>(abuf + per_thread * thread);
+      auto* wide = reinterpret_cast<float*>(abuf + per_thread * thread + a_bytes);
+      for (int64_t task = b; task < e; ++task) {
+        const int64_t mb = task / nsplit, ns = task % nsplit;
+        const int64_t m0 = mb * mc, rows = std::min(mc, M - m0);
+        const int64_t p0 = ns * per_split, p1 = std::min(pw.panels, p0 + per_split);
+        const int64_t tiles = ceil_div(rows, mr);
+        for (int64_t kb = 0; kb < n_kb; ++kb) {
+          const int64_t kc = kc_of(kb), te = tile_elems(kc);
+          pack(x + m0 * K, rows, kb * kc_max, kc, a);
+          for (int64_t p = p0; p < p1; ++p) {
+            const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
+            const void* bp = b_at(p, kb * kc_max);
+            BFormat fmt = pw.fmt;
+            if (widen && tiles > 1) {
+              t.bf16_to_f32(static_cast<const uint16_t*>(bp), wide, kc * nr);
+              bp = wide;
+              fmt = BFormat::kKMajorF32;
+            }
+            for (int64_t ti = 0; ti < tiles; ++ti) {
+              const int m = static_cast<int>(std::min<int64_t>(mr, rows - ti * mr));
+              t.gemm_tile(fmt, kc, a + ti * te, bp, y + (m0 + ti * mr) * N + p * nr, N, m, n, kb > 0);
+            }
+          }
+        }
+      }
+    });
+  }
+
+  void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) override {
+    LOCR_CHECK(w.rows * w.cols == dim, "rms_norm weight size ", w.rows * w.cols, " != ", dim);
+    const float* wf = weight_f32(w, 1);
+    ThreadPool::global().parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(dim, 1)),
+                                      [&](int64_t b, int64_t e, int) {
+                                        t_->rms_norm_rows(x + b * dim, wf, eps, e - b, dim, y + b * dim);
+                                      });
+  }
+
+  void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
+            const float* sin) override {
+    const int64_t half = head_dim / 2;
+    ThreadPool::global().parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(n_heads * head_dim, 1)),
+                                      [&](int64_t b, int64_t e, int) {
+                                        t_->rope_rows(x + b * stride, e - b, n_heads, head_dim, stride,
+                                                      cos + b * half, sin + b * half);
+                                      });
+  }
+
+  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
+    ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) {
+      t_->silu_mul(gate + b, up + b, out + b, e - b);
+    });
+  }
+
+  void gelu(float* x, int64_t n) override {
+    ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) { t_->gelu(x + b, e - b); });
+  }
+
+  void add(float* y, const float* x, int64_t n) override {
+    ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) { t_->add(y + b, x + b, e - b); });
+  }
+
+  void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) override {
+    LOCR_CHECK(p.n_heads > 0 && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, "attention heads ", p.n_heads,
+               " / kv heads ", p.n_kv_heads);
+    LOCR_CHECK(p.head_dim > 0 && p.q_stride >= p.n_heads * p.head_dim && p.kv_stride >= p.n_kv_heads * p.head_dim &&
+               p.out_stride >= p.n_heads * p.head_dim);
+    if (p.n_q <= 0) return;
+    AttnArgs a{};
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.out = out;
+    a.n_q = p.n_q;
+    a.n_kv = p.n_kv;
+    a.n_heads = p.n_heads;
+    a.n_kv_heads = p.n_kv_heads;
+    a.head_dim = p.head_dim;
+    a.q_stride = p.q_stride;
+    a.kv_stride = p.kv_stride;
+    a.out_stride = p.out_stride;
+    a.q_offset = p.q_offset;
+    a.kv_head_stride = p.head_dim;
+    a.scale = p.scale;
+    a.causal = p.causal;
+    ThreadPool& pool = ThreadPool::global();
+    if (p.n_q <= kAttnRowsMaxQ) {
+      // Split the keys into chunks (several per thread for balance), then merge per query row.
+      // With a paged KV cache a chunk is one block, whose rows are contiguous in the pool.
+      const bool paged = p.block_table != nullptr;
+      const int64_t chunk = paged ? p.block_size
+                                  : std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
+      const int64_t n_chunks = ceil_div(std::max<int64_t>(p.n_kv, 1), chunk);
+      const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
+      const size_t per = static_cast<size_t>(p.n_heads * chunk + 16);
+      float* sc = static_cast<float*>(
+          scratch_slot(1).get((per * pool.size() + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
+      float* po = sc + per * pool.size();  // [n_q][n_chunks][n_heads][head_dim]
+      float* pml = po + p.n_q * po_row;    // [n_q][n_chunks][n_heads][2]
+      pool.parallel_for(p.n_q * n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
+        for (int64_t task = b; task < e; ++task) {
+          const int64_t i = task / n_chunks, c = task % n_chunks;
+          AttnArgs ac = a;
+          if (paged) {  // rebase so that logical row j of this block addresses its pool row
+            const int64_t shift = (static_cast<int64_t>(p.block_table[c]) - c) * p.block_size * p.kv_stride;
+            ac.k = k + shift;
+            ac.v = v + shift;
+          }
+          t_->attn_chunk(ac, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
+                         pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
+        }
+      });
+      for (int64_t i = 0; i < p.n_q; ++i) t_->attn_combine(a, i, n_chunks, po + i * po_row, pml + i * pml_row);
+      return;
+    }
+    // Rows of K and V with several heads interleaved lie kv_stride floats apart (4 KB for 8 heads
+    // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
+    // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
+    std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
+    // A paged cache is gathered through its block table in the same copy.
+    if ((p.kv_stride != p.head_dim || p.block_table) && p.n_kv > 0) {
+      const int64_t per_head = p.n_kv * p.head_dim;
+      kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
+      float* kc = kv_copy.get();
+      float* vc = kc + p.n_kv_heads * per_head;
+      pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
+        for (int64_t j = b; j < e; ++j)
+          for (int64_t kh = 0; kh < p.n_kv_heads; ++kh) {
+            const int64_t row = p.kv_row(j);
+            std::memcpy(kc + kh * per_head + j * p.head_dim, k + row * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+            std::memcpy(vc + kh * per_head + j * p.head_dim, v + row * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+          }
+      });
+      a.k = kc;
+      a.v = vc;
+      a.kv_stride = p.head_dim;
+      a.kv_head_stride = per_head;
+    }
+    const int64_t bq = t_->attn_bq, qblocks = ceil_div(p.n_q, bq);
+    const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(*t_, p.head_dim));
+    float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
+    pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
+      for (int64_t task = b; task < e; ++task) {
+        const int64_t h = task / qblocks, qb = task % qblocks;
+        t_->attn_tile(a, h, qb * bq, sc + per * thread);
+      }
+    });
+  }
+
+  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) override {
+    const int64_t dim = table.cols;
+    for (int64_t i = 0; i < n; ++i)
+      LOCR_CHECK(ids[i] >= 0 && ids[i] < table.rows, "token id ", ids[i], " outside the embedding table");
+    ThreadPool::global().parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(dim, 1)),
+                                      [&](int64_t b, int64_t e, int) {
+                                        for (int64_t i = b; i < e; ++i) convert_row(table, ids[i], out + i * dim);
+                                      });
+  }
+
+ private:
+  static constexpr int64_t kElemGrain = 16384;
+  static constexpr int64_t kAttnRowsMaxQ = 4;
+
+  void convert_row(const Matrix& m, int64_t r, float* out) const {
+    const int64_t n = m.cols;
+    switch (m.dtype) {
+      case DType::kF32:
+        std::memcpy(out, static_cast<const float*>(m.data) + r * n, n * sizeof(float));
+        break;
+      case DType::kBF16:
+        t_->bf16_to_f32(static_cast<const uint16_t*>(m.data) + r * n, out, n);
+        break;
+      case DType::kF16:
+        t_->f16_to_f32(static_cast<const uint16_t*>(m.data) + r * n, out, n);
+        break;
+      default:
+        LOCR_CHECK(false, "unsupported table dtype ", dtype_name(m.dtype));
+    }
+  }
+
+  // The weight as f32 (itself if already f32), converted into per-thread scratch `slot`.
+  const float* weight_f32(const Matrix& w, int slot) const {
+    if (w.dtype == DType::kF32) return static_cast<const float*>(w.data);
+    float* buf = static_cast<float*>(scratch_slot(2).get(static_cast<size_t>(w.rows * w.cols) * 4));
+    for (int64_t r = 0; r < w.rows; ++r) convert_row(w, r, buf + r * w.cols);
+    (void)slot;
+    return buf;
+  }
+
+  CpuPrecision precision_;
+  CpuIsa isa_;
+  const KernelTable* t_;
+  std::string name_;
+};
+
+// For "cpu-bf16" on an AVX512_BF16 machine: use vdpbf16ps only where it beats 512-bit FMA on
+// bf16-rounded inputs (same products, exact in f32; only the summation order differs).
+// LOCR_CPU_BF16_DOT=0/1 overrides the one-time measurement.
+bool prefer_bf16_dot() {
+  static const bool prefer = [] {
+    if (const char* env = std::getenv("LOCR_CPU_BF16_DOT")) return std::string(env) != "0";
+    const KernelTable* t = cpu::kernel_table_avx512_bf16();
+    return t->dot_vs_fma_speed() > 1.1;
+  }();
+  return prefer;
+}
+
+const KernelTable* checked_table(CpuIsa isa) {
+  if (isa == CpuIsa::kAuto) isa = cpu_best_isa();
+  if (!cpu_isa_supported(isa))
+    fail(ErrorKind::kInvalidArgument, "CPU kernel path '", cpu_isa_name(isa), "' is not supported by this CPU");
+  return table_for(isa);
+}
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cpu_ops(CpuPrecision precision, CpuIsa isa) {
+  // An explicit ISA is honoured as given (tests, benchmarks); kAuto picks the fastest path.
+  if (isa == CpuIsa::kAuto) {
+    isa = cpu_best_isa();
+    // f32 never uses the dot-product kernels; the AVX-512 table is the same code without them.
+    if (isa == CpuIsa::kAvx512Bf16 && (precision == CpuPrecision::kF32 || !prefer_bf16_dot()))
+      isa = CpuIsa::kAvx512;
+  }
+  return std::make_unique<CpuOps>(precision, isa, checked_table(isa));
+}
+
+void cpu_exp_for_testing(CpuIsa isa, const float* x, float* y, int64_t n) { checked_table(isa)->exp(x, y, n); }
+void cpu_erf_for_testing(CpuIsa isa, const float* x, float* y, int64_t n) { checked_table(isa)->erf(x, y, n); }
+
+}  // namespace locr::kernels

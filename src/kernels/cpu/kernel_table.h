@@ -1,0 +1,96 @@
+// The per-ISA kernel table: plain function pointers filled by kernels_{generic,avx2,avx512}.cc.
+//
+// The ISA translation units contain only leaf kernels that work on one tile, panel or row range;
+// threading, blocking, packing of weights and scratch allocation live in cpu_ops.cc (baseline
+// flags). Keeping std:: templates out of the ISA files means no AVX code can reach a baseline
+// caller through the linker's choice of an inline function's copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace locr::kernels::cpu {
+
+// Layout of a packed weight (B) panel of `nr` output columns; element offset of (panel p, k0)
+// is p * k_pad * nr + k0 * nr for every format (k_pad = K rounded up to even, k0 even).
+enum class BFormat : uint8_t {
+  kKMajorF32,   // [K][nr] f32
+  kKMajorBf16,  // [K][nr] bf16, upconverted exactly in the microkernel
+  kPairsBf16,   // [K/2][nr][2] bf16 pairs, consumed by vdpbf16ps
+};
+
+// Flattened AttentionParams plus pointers (a POD the ISA files can take by const reference).
+struct AttnArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  int64_t n_q, n_kv, n_heads, n_kv_heads, head_dim, q_stride, kv_stride, out_stride, q_offset;
+  int64_t kv_head_stride;  // floats between kv heads in k / v (head_dim when interleaved in rows)
+  float scale;
+  bool causal;
+  // bf16 tiled path only (prepared by the caller): per kv head, K rows [n_kv][hd_pad] bf16 and V
+  // pairs [n_kv_pad / 2][hd_pad][2] bf16 where hd_pad = head_dim rounded up to 32.
+  const uint16_t* kb;
+  const uint16_t* vb;
+  int64_t hd_pad, n_kv_pad;
+};
+
+struct KernelTable {
+  const char* isa;
+  int w;        // floats per vector
+  int mr, nr;   // GEMM microkernel tile
+  int attn_bq;  // query rows per attention tile
+  bool bf16_dot;  // has vdpbf16ps kernels (pack_a_pairs, gemm_tile on kPairsBf16, attn_tile_bf16)
+
+  // A (activation) panel packing for rows [0, m) and columns [k0, k0 + kc) of x (row stride ldx):
+  // ceil(m / mr) tiles. f32 tiles are [kc][mr] (optionally each value rounded to bf16);
+  // pair tiles are [kc_pad / 2][mr] u32 holding (bf16 x[k], bf16 x[k+1]).
+  void (*pack_a_f32)(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t kc, int64_t k_total,
+                     float* dst, bool round_bf16);
+  void (*pack_a_pairs)(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t kc, int64_t k_total,
+                       uint32_t* dst);
+  // C[m, n] (+)= A tile · B panel over kc (m <= mr, n <= nr). `a` is one packed tile, `b` points at
+  // the panel's k0 row. ldc: row stride of C.
+  void (*gemm_tile)(BFormat fmt, int64_t kc, const void* a, const void* b, float* c, int64_t ldc, int m, int n,
+                    bool accumulate);
+
+  // Element-wise (ranges; the caller splits them across threads).
+  void (*rms_norm_rows)(const float* x, const float* w, float eps, int64_t rows, int64_t dim, float* y);
+  void (*rope_rows)(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
+                    const float* sin);
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  void (*gelu)(float* x, int64_t n);
+  void (*add)(float* y, const float* x, int64_t n);
+  void (*exp)(const float* x, float* y, int64_t n);  // exposed for tests
+  void (*erf)(const float* x, float* y, int64_t n);  // exposed for tests
+  void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f32_to_bf16_round)(const float* x, uint16_t* y, int64_t n);
+
+  // Attention. Tiled: one query head h, query rows [q0, q0 + attn_bq) clipped to n_q.
+  // Scratch: attn_tile_scratch(head_dim) floats.
+  void (*attn_tile)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
+  void (*attn_tile_bf16)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
+  // Few-query path (decode): query row i against keys [j0, j1) for all heads; partial results
+  // o [n_heads][head_dim], ml [n_heads][2]; scratch n_heads * (j1 - j0) floats. Then combine.
+  void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);
+  void (*attn_combine)(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml);
+
+  // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
+  // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.
+  double (*dot_vs_fma_speed)();
+};
+
+inline int64_t attn_tile_scratch(const KernelTable& t, int64_t head_dim) {
+  const int64_t hp = (head_dim + 31) / 32 * 32;
+  // QT (hp x bq) + S (bkv x bq) + O (bq x hp) + P pairs + row stats
+  return hp * t.attn_bq + 128 * t.attn_bq + t.attn_bq * hp + 64 * t.attn_bq + 8 * t.attn_bq + 64;
+}
+
+const KernelTable* kernel_table_generic();
+const KernelTable* kernel_table_avx2();     // null when not compiled
+const KernelTable* kernel_table_avx512();   // AVX-512F/BW/VL/DQ (+F16C): f32 FMA kernels
+const KernelTable* kernel_table_avx512_bf16();  // the same plus AVX512_BF16 dot-product kernels
+
+}  // namespace locr::kernels::cpu

@@ -1,0 +1,85 @@
+// AVX2 + FMA + F16C vector primitives for the per-ISA kernel templates (kernels_impl.h).
+//
+// Include ONLY from kernels_avx2.cc, inside its namespace (internal linkage, see simd_avx512.h).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace locr::kernels::cpu::LOCR_CPU_NS {
+namespace {
+
+constexpr int W = 8;
+using vf = __m256;
+using vmask = __m256;
+
+inline vf vzero() { return _mm256_setzero_ps(); }
+inline vf vset1(float a) { return _mm256_set1_ps(a); }
+inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
+inline __m256i vfirst(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline vf vload_n(const float* p, int n) { return _mm256_maskload_ps(p, vfirst(n)); }
+inline void vstore_n(float* p, vf v, int n) { _mm256_maskstore_ps(p, vfirst(n), v); }
+inline vf vload_bf16(const uint16_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p)), 16));
+}
+inline vf vload_bf16_n(const uint16_t* p, int n) {
+  uint16_t tmp[W] = {0};
+  std::memcpy(tmp, p, sizeof(uint16_t) * (n < W ? n : W));
+  return vload_bf16(tmp);
+}
+inline vf vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+inline vf vload_f16_n(const uint16_t* p, int n) {
+  uint16_t tmp[W] = {0};
+  std::memcpy(tmp, p, sizeof(uint16_t) * (n < W ? n : W));
+  return vload_f16(tmp);
+}
+inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+inline vf vfnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
+inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
+inline vf vabs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+inline vf vsqrt(vf a) { return _mm256_sqrt_ps(a); }
+inline float vhsum(vf a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float vhmax(vf a) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline vf vscale2(vf a, vf n) {
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(a, _mm256_castsi256_ps(e));
+}
+inline vmask vlt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+inline vmask vge(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+inline vmask veq(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+inline vf vblend(vmask m, vf a, vf b) { return _mm256_blendv_ps(a, b, m); }
+inline vf vcopysign(vf mag, vf sgn) {
+  const vf s = _mm256_set1_ps(-0.0f);
+  return _mm256_or_ps(_mm256_andnot_ps(s, mag), _mm256_and_ps(s, sgn));
+}
+inline vf viota() { return _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7); }
+inline vf vround_bf16(vf a) {
+  __m256i u = _mm256_castps_si256(a);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  u = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+  return _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+}  // namespace
+}  // namespace locr::kernels::cpu::LOCR_CPU_NS

@@ -1,0 +1,67 @@
+// AVX-512 vector primitives for the per-ISA kernel templates (kernels_impl.h).
+//
+// Include ONLY from kernels_avx512.cc, inside its namespace: everything here has internal linkage
+// so that no AVX-512 code can leak into baseline translation units through the linker.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace locr::kernels::cpu::LOCR_CPU_NS {
+namespace {
+
+constexpr int W = 16;  // floats per vector
+using vf = __m512;
+using vmask = __mmask16;
+
+inline vf vzero() { return _mm512_setzero_ps(); }
+inline vf vset1(float a) { return _mm512_set1_ps(a); }
+inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
+inline vmask vfirst(int n) { return static_cast<vmask>(n >= W ? 0xffffu : ((1u << n) - 1u)); }
+inline vf vload_n(const float* p, int n) { return _mm512_maskz_loadu_ps(vfirst(n), p); }
+inline void vstore_n(float* p, vf v, int n) { _mm512_mask_storeu_ps(p, vfirst(n), v); }
+inline vf vload_bf16(const uint16_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)p)), 16));
+}
+inline vf vload_bf16_n(const uint16_t* p, int n) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(vfirst(n), p)), 16));
+}
+inline vf vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
+inline vf vload_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(vfirst(n), p)); }
+inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+inline vf vfnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
+inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
+inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
+inline vf vabs(vf a) { return _mm512_abs_ps(a); }
+inline vf vsqrt(vf a) { return _mm512_sqrt_ps(a); }
+inline float vhsum(vf a) { return _mm512_reduce_add_ps(a); }
+inline float vhmax(vf a) { return _mm512_reduce_max_ps(a); }
+inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// a * 2^n for integral n in [-126, 127].
+inline vf vscale2(vf a, vf n) { return _mm512_scalef_ps(a, n); }
+inline vmask vlt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+inline vmask vge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+inline vmask veq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+inline vf vblend(vmask m, vf a, vf b) { return _mm512_mask_blend_ps(m, a, b); }  // m ? b : a
+inline vf vcopysign(vf mag, vf sgn) {
+  const __m512i s = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sgn), s, 0xd8));  // mask ? sgn : mag, bitwise
+}
+inline vf viota() { return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
+// Round each lane to the nearest bf16 value (ties to even), kept as f32. NaN inputs are not used.
+inline vf vround_bf16(vf a) {
+  __m512i u = _mm512_castps_si512(a);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  u = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  return _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+}  // namespace
+}  // namespace locr::kernels::cpu::LOCR_CPU_NS

@@ -1,0 +1,397 @@
+// The fast CPU backends against the scalar oracle (make_ops("ref")), for every precision x every
+// ISA path this machine can run, at awkward sizes. Tolerances (see docs/numerics.md):
+//   f32:  |y - ref| <= 8 sqrt(K) 2^-24 sum_k |x_k w_k|  (f32 rounding of a K-term sum; the oracle
+//         accumulates in f64, so the whole difference is ours)
+//   bf16: + 6 * 2^-8 * sqrt(2/3) * sqrt(sum_k (x_k w_k)^2) for each operand rounded to bf16
+//         (relative rounding error uniform in +-2^-8, independent across k: a 6 sigma bound)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/ops.h"
+
+namespace locr::kernels {
+namespace {
+
+struct Backend {
+  CpuPrecision precision;
+  CpuIsa isa;
+};
+
+std::vector<Backend> available_backends() {
+  std::vector<Backend> out;
+  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+    if (!cpu_isa_supported(isa)) continue;
+    out.push_back({CpuPrecision::kF32, isa});
+    out.push_back({CpuPrecision::kBF16, isa});
+  }
+  return out;
+}
+
+std::string backend_name(const testing::TestParamInfo<Backend>& info) {
+  std::string s = std::string(info.param.precision == CpuPrecision::kF32 ? "f32_" : "bf16_") +
+                  cpu_isa_name(info.param.isa);
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A weight matrix of the given dtype with random values; `storage` keeps the bytes alive.
+Matrix make_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
+  const auto f = random_vec(static_cast<size_t>(rows * cols), seed, -scale, scale);
+  Matrix m;
+  m.dtype = dt;
+  m.rows = rows;
+  m.cols = cols;
+  if (dt == DType::kF32) {
+    auto buf = std::make_shared<std::vector<float>>(f);
+    m.data = buf->data();
+    m.holder = buf;
+  } else {
+    auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
+    for (size_t i = 0; i < f.size(); ++i) (*buf)[i] = dt == DType::kBF16 ? f32_to_bf16(f[i]) : f32_to_f16(f[i]);
+    m.data = buf->data();
+    m.holder = buf;
+  }
+  return m;
+}
+
+class CpuOpsTest : public testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    ops_ = make_cpu_ops(GetParam().precision, GetParam().isa);
+    ref_ = make_ops("ref");
+  }
+  bool bf16() const { return GetParam().precision == CpuPrecision::kBF16; }
+
+  void check_matmul(int64_t M, int64_t N, int64_t K, DType dt, bool prepare, int64_t seed) {
+    SCOPED_TRACE(testing::Message() << "M=" << M << " N=" << N << " K=" << K << " dtype=" << dtype_name(dt)
+                                    << " prepare=" << prepare);
+    Matrix w = make_matrix(dt, N, K, static_cast<uint32_t>(seed));
+    const auto x = random_vec(static_cast<size_t>(M * K), static_cast<uint32_t>(seed + 1));
+    if (prepare) ops_->prepare(w);
+    std::vector<float> y(M * N, NAN), yr(M * N);
+    ops_->matmul(x.data(), M, w, y.data());
+    ref_->matmul(x.data(), M, w, yr.data());
+    const bool w_rounded = bf16() && dt != DType::kBF16;
+    int bad = 0;
+    for (int64_t m = 0; m < M && bad < 5; ++m) {
+      for (int64_t n = 0; n < N && bad < 5; ++n) {
+        double sabs = 0, ssq = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = static_cast<double>(x[m * K + k]) * w.at(n, k);
+          sabs += std::fabs(p);
+          ssq += p * p;
+        }
+        double tol = 8 * std::sqrt(static_cast<double>(K)) * std::ldexp(1.0, -24) * sabs + 1e-30;
+        if (bf16()) tol += (w_rounded ? 2 : 1) * 6 * std::ldexp(1.0, -8) * std::sqrt(2.0 / 3.0) * std::sqrt(ssq);
+        const double err = std::fabs(static_cast<double>(y[m * N + n]) - yr[m * N + n]);
+        if (!(err <= tol)) {
+          ++bad;
+          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[m * N + n] << " ref " << yr[m * N + n] << " err "
+                        << err << " tol " << tol;
+        }
+      }
+    }
+  }
+
+  void check_attention(int64_t n_q, int64_t n_kv, int64_t heads, int64_t kv_heads, int64_t hd, bool causal,
+                       int64_t q_offset, int64_t pad, int64_t block_size = 0) {
+    SCOPED_TRACE(testing::Message() << "n_q=" << n_q << " n_kv=" << n_kv << " heads=" << heads << "/" << kv_heads
+                                    << " hd=" << hd << " causal=" << causal << " q_offset=" << q_offset
+                                    << " pad=" << pad << " block_size=" << block_size);
+    AttentionParams p;
+    p.n_q = n_q;
+    p.n_kv = n_kv;
+    p.n_heads = heads;
+    p.n_kv_heads = kv_heads;
+    p.head_dim = hd;
+    p.q_stride = heads * hd + pad;
+    p.kv_stride = kv_heads * hd + 2 * pad;
+    p.out_stride = heads * hd + 3 * pad;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    p.causal = causal;
+    p.q_offset = q_offset;
+    // Larger q, k make the softmax peaky, as real attention often is.
+    const auto q = random_vec(n_q * p.q_stride, 11, -2.0f, 2.0f);
+    const auto k = random_vec(n_kv * p.kv_stride, 12, -2.0f, 2.0f);
+    const auto v = random_vec(n_kv * p.kv_stride, 13);
+    std::vector<float> out(n_q * p.out_stride, 7.0f), outr(n_q * p.out_stride, 7.0f);
+    ref_->attention(q.data(), k.data(), v.data(), outr.data(), p);
+    if (block_size > 0) {
+      // Paged KV: scatter the rows over a pool in reversed block order (plus a spare block), with
+      // NaN in the unused rows so a wrong read shows up.
+      const int64_t n_blocks = (n_kv + block_size - 1) / block_size;
+      std::vector<int32_t> table(n_blocks);
+      for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - b);
+      std::vector<float> kp((n_blocks + 1) * block_size * p.kv_stride, NAN), vp(kp.size(), NAN);
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const int64_t row = table[j / block_size] * block_size + j % block_size;
+        std::copy(k.begin() + j * p.kv_stride, k.begin() + (j + 1) * p.kv_stride, kp.begin() + row * p.kv_stride);
+        std::copy(v.begin() + j * p.kv_stride, v.begin() + (j + 1) * p.kv_stride, vp.begin() + row * p.kv_stride);
+      }
+      p.block_table = table.data();
+      p.block_size = block_size;
+      ops_->attention(q.data(), kp.data(), vp.data(), out.data(), p);
+    } else {
+      ops_->attention(q.data(), k.data(), v.data(), out.data(), p);
+    }
+    // Outputs are convex combinations of v rows (|v| <= 1). f32: score errors ~1e-6 relative.
+    // bf16: q, k, p and v rounded to bf16 (2^-8 relative each).
+    const double tol = bf16() ? 1.5e-2 : 2e-5;
+    int bad = 0;
+    for (int64_t i = 0; i < n_q && bad < 5; ++i) {
+      for (int64_t c = 0; c < p.out_stride && bad < 5; ++c) {
+        const double err = std::fabs(static_cast<double>(out[i * p.out_stride + c]) - outr[i * p.out_stride + c]);
+        if (!(err <= tol)) {
+          ++bad;
+          ADD_FAILURE() << "out[" << i << "," << c << "] = " << out[i * p.out_stride + c] << " ref "
+                        << outr[i * p.out_stride + c];
+        }
+      }
+    }
+  }
+
+  std::unique_ptr<Ops> ops_, ref_;
+};
+
+TEST_P(CpuOpsTest, MatmulAwkwardShapes) {
+  const int64_t shapes[][3] = {{1, 1, 1},   {1, 17, 33},  {3, 15, 31},   {15, 33, 17},  {17, 31, 64},
+                               {14, 32, 64}, {1, 96, 1024}, {8, 64, 130}, {29, 65, 47}};
+  int64_t seed = 100;
+  for (const auto& s : shapes) {
+    for (DType dt : {DType::kBF16, DType::kF32, DType::kF16}) {
+      check_matmul(s[0], s[1], s[2], dt, true, seed++);
+      check_matmul(s[0], s[1], s[2], dt, false, seed++);
+    }
+  }
+}
+
+TEST_P(CpuOpsTest, MatmulManyRowsAndKBlocks) {
+  // M beyond one row block, K beyond one K block (f32: 1024, bf16 pairs: 2048) and odd.
+  check_matmul(250, 70, 2051, DType::kBF16, true, 7);
+  check_matmul(131, 33, 1100, DType::kF32, true, 8);
+  check_matmul(300, 16, 9, DType::kF16, true, 9);
+}
+
+TEST_P(CpuOpsTest, MatmulWithWeightPreparedByAnotherBackend) {
+  Matrix w = make_matrix(DType::kBF16, 40, 70, 21);
+  auto other = make_cpu_ops(bf16() ? CpuPrecision::kF32 : CpuPrecision::kBF16, CpuIsa::kGeneric);
+  other->prepare(w);
+  const auto x = random_vec(5 * 70, 22);
+  std::vector<float> y(5 * 40), yr(5 * 40);
+  ops_->matmul(x.data(), 5, w, y.data());
+  ref_->matmul(x.data(), 5, w, yr.data());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], bf16() ? 0.1 : 1e-4) << i;
+  ops_->prepare(w);  // replaces it with our own layout
+  ops_->matmul(x.data(), 5, w, y.data());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], bf16() ? 0.1 : 1e-4) << i;
+}
+
+TEST_P(CpuOpsTest, AttentionVisionLike) {
+  check_attention(77, 77, 3, 3, 64, false, 0, 0);
+  check_attention(130, 130, 2, 2, 64, false, 0, 3);
+}
+
+TEST_P(CpuOpsTest, AttentionCausalPrefillGqa) {
+  check_attention(45, 45, 4, 2, 128, true, 0, 0);
+  check_attention(97, 97, 6, 2, 128, true, 0, 1);
+}
+
+TEST_P(CpuOpsTest, AttentionChunkWithOffset) {
+  check_attention(33, 103, 6, 2, 128, true, 70, 0);
+  check_attention(17, 150, 2, 1, 64, true, 133, 5);
+}
+
+TEST_P(CpuOpsTest, AttentionDecode) {
+  check_attention(1, 131, 4, 2, 128, true, 130, 0);
+  check_attention(1, 1, 4, 4, 64, true, 0, 1);
+  check_attention(3, 70, 4, 2, 128, true, 67, 2);
+  check_attention(2, 65, 3, 1, 64, false, 0, 0);
+  // Most key chunks lie past the causal limit (empty partials must not disturb the merge).
+  check_attention(2, 300, 4, 2, 128, true, 40, 0);
+  check_attention(4, 1000, 2, 2, 64, false, 0, 3);
+}
+
+TEST_P(CpuOpsTest, AttentionPagedKv) {
+  check_attention(1, 131, 4, 2, 128, true, 130, 0, 16);   // decode, partial last block
+  check_attention(3, 70, 4, 2, 128, true, 67, 2, 16);
+  check_attention(1, 5, 2, 1, 64, true, 4, 0, 16);        // fewer keys than one block
+  check_attention(40, 103, 4, 2, 128, true, 63, 0, 16);   // chunked prefill (tiled path)
+  check_attention(20, 64, 2, 2, 64, true, 44, 1, 32);
+}
+
+TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {
+  // kv_stride == head_dim: the tiled path reads K and V in place (no head-major copy).
+  check_attention(40, 40, 2, 1, 64, true, 0, 0);
+  check_attention(70, 90, 3, 1, 128, false, 0, 0);
+}
+
+TEST_P(CpuOpsTest, AttentionOddHeadDims) {
+  check_attention(40, 40, 3, 3, 36, false, 0, 1);
+  check_attention(35, 50, 2, 1, 18, true, 15, 0);
+  check_attention(2, 50, 2, 1, 18, true, 48, 0);
+}
+
+TEST_P(CpuOpsTest, RmsNorm) {
+  for (int64_t dim : {1, 15, 17, 33, 1024}) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      Matrix w = make_matrix(dt, 1, dim, 31);
+      const int64_t rows = 5;
+      auto x = random_vec(rows * dim, 32, -3.0f, 3.0f);
+      std::vector<float> y(rows * dim), yr(rows * dim);
+      ops_->rms_norm(x.data(), w, 1e-6f, rows, dim, y.data());
+      ref_->rms_norm(x.data(), w, 1e-6f, rows, dim, yr.data());
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], 1e-5 * std::fabs(yr[i]) + 1e-7) << dim << " " << i;
+      ops_->rms_norm(x.data(), w, 1e-6f, rows, dim, x.data());  // in place
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(x[i], y[i]);
+    }
+  }
+}
+
+TEST_P(CpuOpsTest, Rope) {
+  for (int64_t hd : {2, 34, 64, 128}) {
+    const int64_t rows = 5, heads = 3, stride = heads * hd + 7, half = hd / 2;
+    auto x = random_vec(rows * stride, 41, -2.0f, 2.0f);
+    auto xr = x;
+    std::vector<float> c(rows * half), s(rows * half);
+    for (int64_t i = 0; i < rows * half; ++i) {
+      c[i] = std::cos(0.37f * static_cast<float>(i));
+      s[i] = std::sin(0.37f * static_cast<float>(i));
+    }
+    ops_->rope(x.data(), rows, heads, hd, stride, c.data(), s.data());
+    ref_->rope(xr.data(), rows, heads, hd, stride, c.data(), s.data());
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], xr[i], 1e-6) << hd << " " << i;
+  }
+}
+
+TEST_P(CpuOpsTest, SiluMulGeluAdd) {
+  for (int64_t n : {1, 15, 17, 1000, 40000}) {
+    const auto g = random_vec(n, 51, -12.0f, 12.0f), u = random_vec(n, 52, -3.0f, 3.0f);
+    std::vector<float> o(n), orf(n);
+    ops_->silu_mul(g.data(), u.data(), o.data(), n);
+    ref_->silu_mul(g.data(), u.data(), orf.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(o[i], orf[i], 1e-6 * std::fabs(orf[i]) + 1e-30) << i;
+
+    auto x = random_vec(n, 53, -10.0f, 10.0f), xr = x;
+    ops_->gelu(x.data(), n);
+    ref_->gelu(xr.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], xr[i], 4e-6 * std::fabs(xr[i]) + 1e-12) << i;
+
+    auto y = random_vec(n, 54), yr = y;
+    ops_->add(y.data(), u.data(), n);
+    ref_->add(yr.data(), u.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], yr[i]) << i;
+  }
+}
+
+TEST_P(CpuOpsTest, GeluExtremes) {
+  std::vector<float> x = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 1.2374f, -1.2374f, 5.0f, -5.0f, 8.0f, -8.0f,
+                          9.0f, -9.0f, 30.0f, -30.0f, 1e30f, -1e30f};
+  auto xr = x;
+  ops_->gelu(x.data(), static_cast<int64_t>(x.size()));
+  ref_->gelu(xr.data(), static_cast<int64_t>(xr.size()));
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], xr[i], 4e-6 * std::fabs(xr[i]) + 1e-12) << i;
+}
+
+TEST_P(CpuOpsTest, Embed) {
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (int64_t dim : {1, 17, 64}) {
+      Matrix t = make_matrix(dt, 50, dim, 61);
+      const std::vector<int32_t> ids = {0, 49, 3, 3, 17};
+      std::vector<float> o(ids.size() * dim), orf(ids.size() * dim);
+      ops_->embed(t, ids.data(), static_cast<int64_t>(ids.size()), o.data());
+      ref_->embed(t, ids.data(), static_cast<int64_t>(ids.size()), orf.data());
+      EXPECT_EQ(o, orf);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, CpuOpsTest, testing::ValuesIn(available_backends()), backend_name);
+
+// ---------------------------------------------------------------------------------------------
+
+class CpuMathTest : public testing::TestWithParam<CpuIsa> {};
+
+double ulp_error(float got, double want) {
+  const float wf = static_cast<float>(want);
+  if (got == wf) return 0;
+  const double ulp = std::fabs(static_cast<double>(std::nextafter(wf, INFINITY)) - wf);
+  return std::fabs(got - want) / (ulp > 0 ? ulp : 1e-45);
+}
+
+TEST_P(CpuMathTest, ErfWithinFewUlp) {
+  std::vector<float> x;
+  for (int i = -200000; i <= 200000; ++i) x.push_back(static_cast<float>(i) * 4.5e-5f);  // [-9, 9]
+  for (float e : {1e-30f, 1e-10f, 1e-5f, 20.0f, 1e30f, INFINITY}) {
+    x.push_back(e);
+    x.push_back(-e);
+  }
+  std::vector<float> y(x.size());
+  cpu_erf_for_testing(GetParam(), x.data(), y.data(), static_cast<int64_t>(x.size()));
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = ulp_error(y[i], std::erf(static_cast<double>(x[i])));
+    if (e > worst) {
+      worst = e;
+      worst_x = x[i];
+    }
+  }
+  EXPECT_LE(worst, 4.0) << "at x = " << worst_x;
+  RecordProperty("max_ulp", std::to_string(worst));
+}
+
+TEST_P(CpuMathTest, ExpWithinFewUlp) {
+  std::vector<float> x;
+  for (int i = -87000; i <= 87990; ++i) x.push_back(static_cast<float>(i) * 1e-3f + 0.000123f);
+  std::vector<float> y(x.size());
+  cpu_exp_for_testing(GetParam(), x.data(), y.data(), static_cast<int64_t>(x.size()));
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::exp(static_cast<double>(x[i]));
+    if (want < 1.2e-38) continue;  // subnormal results are not promised
+    worst = std::max(worst, ulp_error(y[i], want));
+  }
+  EXPECT_LE(worst, 2.0);
+}
+
+std::vector<CpuIsa> available_isas() {
+  std::vector<CpuIsa> out;
+  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16})
+    if (cpu_isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, CpuMathTest, testing::ValuesIn(available_isas()),
+                         [](const testing::TestParamInfo<CpuIsa>& i) {
+                           std::string s = cpu_isa_name(i.param);
+                           for (char& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+TEST(CpuBackends, RegisteredNames) {
+  EXPECT_NE(make_ops("cpu"), nullptr);
+  EXPECT_EQ(std::string(make_ops("cpu-f32")->name()).rfind("cpu-f32/", 0), 0u);
+  EXPECT_NE(std::string(make_ops("cpu-bf16")->name()).find("cpu-bf16"), std::string::npos);
+  EXPECT_TRUE(cpu_isa_supported(CpuIsa::kGeneric));
+}
+
+}  // namespace
+}  // namespace locr::kernels

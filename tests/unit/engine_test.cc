@@ -1,0 +1,183 @@
+// The serving engine on a tiny fixture model: greedy results are the same alone and batched,
+// chunked prefill and preemption do not change tokens, cancellation and completion free every
+// KV block, prefix caching reuses blocks.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "io/image.h"
+#include "model/lighton_ocr.h"
+#include "runtime/engine.h"
+#include "runtime/generate.h"
+
+namespace locr::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+const model::LightOnOcr& tiny_model() {
+  // The FP32 path: batched results must equal unbatched ones token for token.
+  static std::unique_ptr<model::LightOnOcr> m = [] {
+    model::LoadOptions lo;
+    lo.backend = "cpu-f32";
+    return model::LightOnOcr::load(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a", lo);
+  }();
+  return *m;
+}
+
+RequestInput make_request(const std::string& text, int max_tokens) {
+  const auto& m = tiny_model();
+  const auto msgs = model::LightOnOcr::make_messages(nullptr, &text, 0);
+  RequestInput in;
+  in.prompt_ids = m.build_prompt(msgs, {}).ids;
+  in.max_tokens = max_tokens;
+  in.sampling.temperature = 0;
+  in.eos_ids = {m.generation_config().eos_token_ids.begin(), m.generation_config().eos_token_ids.end()};
+  return in;
+}
+
+std::vector<int32_t> collect(RequestStream& s, std::string* reason = nullptr) {
+  std::vector<int32_t> out;
+  for (;;) {
+    auto e = s.next(30s);
+    if (!e) {
+      ADD_FAILURE() << "timed out waiting for the engine";
+      return out;
+    }
+    if (e->token >= 0) out.push_back(e->token);
+    if (e->finished) {
+      if (reason) *reason = e->finish_reason;
+      return out;
+    }
+  }
+}
+
+std::vector<int32_t> reference(const RequestInput& in) {
+  model::Prompt p;
+  p.ids = in.prompt_ids;
+  GenerateOptions go;
+  go.max_tokens = in.max_tokens;
+  go.sampling = in.sampling;
+  go.eos_ids = in.eos_ids;
+  return generate(tiny_model(), p, go).tokens;
+}
+
+const char* kPrompts[] = {"Hello, how are you?", "Bonjour tout le monde", "| a | b |\n|---|---|",
+                          "def f(x): return x * 2", "用一句中文说明 TCP 和 UDP 的核心区别。", "The future of AI is",
+                          "1234567890", "Short"};
+
+TEST(Engine, BatchedEqualsUnbatched) {
+  EngineOptions o;
+  o.max_num_seqs = 32;
+  o.max_num_batched_tokens = 64;  // forces chunked prefill of longer prompts
+  o.kv_cache_bytes = 64LL << 20;
+  Engine engine(tiny_model(), o);
+  std::vector<RequestInput> ins;
+  for (int i = 0; i < 32; ++i) ins.push_back(make_request(std::string(kPrompts[i % 8]) + std::string(i / 8, '!'), 24));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& in : ins) streams.push_back(engine.submit(in));
+  for (size_t i = 0; i < ins.size(); ++i) EXPECT_EQ(collect(*streams[i]), reference(ins[i])) << "request " << i;
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+}
+
+TEST(Engine, PreemptionUnderKvPressureKeepsTokens) {
+  EngineOptions o;
+  o.max_num_seqs = 8;
+  o.block_size = 4;
+  // Room for roughly two sequences at a time: the others wait or get preempted and recomputed.
+  o.kv_cache_bytes = 24 * model::KvPool::bytes_per_block(tiny_model().config().text, 4);
+  o.enable_prefix_caching = false;
+  Engine engine(tiny_model(), o);
+  std::vector<RequestInput> ins;
+  for (int i = 0; i < 6; ++i) ins.push_back(make_request(kPrompts[i], 30));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& in : ins) streams.push_back(engine.submit(in));
+  for (size_t i = 0; i < ins.size(); ++i) EXPECT_EQ(collect(*streams[i]), reference(ins[i])) << "request " << i;
+  EXPECT_GT(engine.metrics().preemptions.load(), 0u) << "the test must exercise preemption";
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+}
+
+TEST(Engine, CancelFreesBlocks) {
+  EngineOptions o;
+  o.kv_cache_bytes = 16LL << 20;
+  Engine engine(tiny_model(), o);
+  auto in = make_request("Hello, how are you?", 100000);
+  in.ignore_eos = true;
+  in.max_tokens = 2000;
+  auto s = engine.submit(in);
+  ASSERT_TRUE(s->next(30s).has_value());  // at least one token
+  s->cancel();
+  std::string reason;
+  collect(*s, &reason);
+  EXPECT_EQ(reason, "abort");
+  for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+}
+
+TEST(Engine, PrefixCachingReusesBlocksAndKeepsTokens) {
+  EngineOptions o;
+  o.block_size = 4;
+  o.kv_cache_bytes = 16LL << 20;
+  Engine engine(tiny_model(), o);
+  const auto in = make_request("A long shared prefix that spans several KV blocks of four tokens each.", 12);
+  const auto first = collect(*engine.submit(in));
+  const uint64_t hits0 = engine.metrics().prefix_hits.load();
+  const auto second = collect(*engine.submit(in));
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(first, reference(in));
+  EXPECT_GT(engine.metrics().prefix_hits.load(), hits0);
+}
+
+TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
+  // A page's vision encoding is spread over several steps (tiny budget) while text requests decode.
+  EngineOptions o;
+  o.vision_budget = 8;
+  o.max_num_batched_tokens = 16;
+  Engine engine(tiny_model(), o);
+  const auto& m = tiny_model();
+  const std::string dir = std::string(LOCR_FIXTURES_DIR) + "/images/";
+  std::vector<std::pair<RequestInput, model::Prompt>> reqs;
+  for (const char* img : {"page_small.png", "rgba.png"}) {
+    const std::string text = "Describe";
+    const auto msgs = model::LightOnOcr::make_messages(nullptr, img[0] == 'p' ? nullptr : &text, 1);
+    model::Prompt p = m.build_prompt(msgs, {io::load_image(dir + img)});
+    RequestInput in;
+    in.prompt_ids = p.ids;
+    in.images = p.images;
+    in.max_tokens = 10;
+    in.sampling.temperature = 0;
+    reqs.push_back({in, p});
+  }
+  auto text_req = make_request("The future of AI is", 20);
+  auto ts = engine.submit(text_req);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (auto& r : reqs) streams.push_back(engine.submit(r.first));
+  EXPECT_EQ(collect(*ts), reference(text_req));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    GenerateOptions go;
+    go.max_tokens = 10;
+    go.sampling.temperature = 0;
+    EXPECT_EQ(collect(*streams[i]), generate(m, reqs[i].second, go).tokens) << "image request " << i;
+  }
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+}
+
+TEST(Engine, StopsAtMaxTokensAndStopTokenIds) {
+  EngineOptions o;
+  Engine engine(tiny_model(), o);
+  auto in = make_request("Hello", 5);
+  in.ignore_eos = true;
+  std::string reason;
+  EXPECT_EQ(collect(*engine.submit(in), &reason).size(), 5u);
+  EXPECT_EQ(reason, "length");
+  const auto ref = reference(in);
+  in.stop_token_ids = {ref[2]};
+  in.max_tokens = 50;
+  const auto got = collect(*engine.submit(in), &reason);
+  EXPECT_EQ(reason, "stop");
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), ref[2]);
+}
+
+}  // namespace
+}  // namespace locr::runtime
