@@ -38,7 +38,6 @@ const std::pair<const char*, const char*> kNoEffectOptions[] = {
     {"distributed-executor-backend", "one process serves the model"},
     {"uvicorn-log-level", "set LOCR_LOG_LEVEL=debug|info|warn|error instead"},
     {"kv-cache-dtype", "the KV cache is float32"},
-    {"dtype", "the weights are used in their checkpoint dtype with float32 activations"},
     {"disable-log-stats", ""},
     {"mm-encoder-tp-mode", "one process serves the model"},
 };
@@ -118,7 +117,9 @@ void declare(Args& a) {
   a.option("kv-cache-memory-bytes", "same as --kv-cache-memory", "BYTES");
   a.option("limit-mm-per-prompt", "e.g. '{\"image\": 1}': most images per request", "JSON");
   a.option("threads", "compute threads (default: physical cores)", "N");
-  a.option("backend", "kernel backend (default ref)", "NAME");
+  a.option("dtype", "compute precision: auto/bfloat16 (default: BF16 matmul inputs, FP32 accumulation) or float32",
+           "TYPE");
+  a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle)", "NAME");
   a.option("chat-template", "chat template file (or template text) overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
   a.option("allowed-local-media-path", "directory whose files may be sent as file:// image URLs", "DIR");
@@ -147,6 +148,16 @@ int cmd_serve(int argc, char** argv) {
   Args a("serve", "Serve the model over an OpenAI-compatible HTTP API (a drop-in for `vllm serve`).");
   declare(a);
   if (!a.parse(argc, argv)) return 0;
+  // SIGINT/SIGTERM are taken by sigwait once the server runs. Blocked before any thread starts
+  // (the kernels' thread pool starts while loading), since every thread inherits the mask and
+  // the kernel may deliver a process signal to any thread that does not block it. A signal during
+  // loading waits and then shuts the fresh server down gracefully.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
 
   // Flags that cannot be honoured, then those that mean nothing here.
   for (const char* p : kParallelOptions)
@@ -211,7 +222,13 @@ int cmd_serve(int argc, char** argv) {
 
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
-  lo.backend = a.get("backend", "ref");
+  const std::string dtype = a.get("dtype", "auto");
+  std::string backend = "cpu-bf16";
+  if (dtype == "float32" || dtype == "float" || dtype == "f32") backend = "cpu-f32";
+  else if (dtype == "float16" || dtype == "half") LOCR_INFO("note: --dtype ", dtype, " runs as bfloat16 on this backend");
+  else if (dtype != "auto" && dtype != "bfloat16" && dtype != "bf16")
+    fail(ErrorKind::kInvalidArgument, "--dtype must be auto, bfloat16 or float32, got '", dtype, "'");
+  lo.backend = a.get("backend", backend);
   lo.chat_template_file = chat_template_file(a.get("chat-template"));
   lo.image_align = a.get_int("image-align", 28);
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
@@ -241,14 +258,6 @@ int cmd_serve(int argc, char** argv) {
       server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory);
   eo.kv_cache_bytes = plan.kv_bytes;
   LOCR_INFO("serve: ", plan.explain());
-
-  // Signals are taken by sigwait below; every thread started from here on inherits the mask.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
 
   runtime::Engine engine(*model, eo);
   server::ServerContext ctx(*model, engine, so);
