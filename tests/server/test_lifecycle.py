@@ -26,14 +26,16 @@ def test_sigterm_drains_in_flight_stream():
 
     def client():
         r = requests.post(s.url + "/v1/chat/completions", timeout=120, stream=True,
-                          json=chat("long", stream=True, **greedy(max_tokens=3000)))
+                          json=chat("long", stream=True, **greedy(max_tokens=6000)))
         result["text"] = r.content.decode()
+        result["done_at"] = time.time()
 
     t = threading.Thread(target=client)
     t.start()
     deadline = time.time() + 10
     while time.time() < deadline and s.metrics()["vllm:num_requests_running"] < 1:
         time.sleep(0.01)
+    signalled_at = time.time()
     s.proc.send_signal(signal.SIGTERM)
     time.sleep(0.05)
     # No new connections once draining.
@@ -46,6 +48,7 @@ def test_sigterm_drains_in_flight_stream():
     t.join(120)
     assert s.proc.wait(60) == 0
     assert refused
+    assert result["done_at"] > signalled_at + 0.05  # the stream was still running when refused
     text = result["text"]
     assert text.rstrip().endswith("data: [DONE]")
     last = json.loads(text.rstrip().split("\n\n")[-2][len("data: "):])
