@@ -5,5 +5,6 @@ namespace locr::app {
 
 int cmd_generate(int argc, char** argv);
 int cmd_dump(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 
 }  // namespace locr::app

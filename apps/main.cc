@@ -12,6 +12,7 @@ void usage() {
                "usage: locr <command> [options]\n\n"
                "commands:\n"
                "  generate   run the model on a prompt and/or images, print the generated text\n"
+               "  serve      serve the model over an OpenAI-compatible HTTP API (like `vllm serve`)\n"
                "  dump       write input ids, hidden states, logits and greedy ids to safetensors\n"
                "  version    print the version\n\n"
                "Run `locr <command> --help` for a command's options.\n");
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "generate") return locr::app::cmd_generate(argc - 1, argv + 1);
     if (cmd == "dump") return locr::app::cmd_dump(argc - 1, argv + 1);
+    if (cmd == "serve") return locr::app::cmd_serve(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);
       return 0;

@@ -8,7 +8,7 @@ PKGS=(
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
   libpoppler-cpp-dev
   libgtest-dev libbenchmark-dev
-  python3
+  python3 python3-venv curl
 )
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
@@ -16,3 +16,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+# Python packages for the server contract tests (tests/server), pinned, in a venv at .venv that
+# CTest runs pytest with.
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -x "$ROOT/.venv/bin/python" ]; then python3 -m venv "$ROOT/.venv"; fi
+"$ROOT/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/tests/server/requirements.txt"

@@ -1,0 +1,292 @@
+// `locr serve MODEL [flags]`: the OpenAI-compatible server, a drop-in for `vllm serve`. Maps the
+// vLLM flags to EngineOptions / ServerOptions; flags that mean nothing on this backend are
+// accepted with a one-line notice, values that cannot be honoured are refused.
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/args.h"
+#include "apps/commands.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "model/lighton_ocr.h"
+#include "runtime/engine.h"
+#include "server/http_server.h"
+#include "server/memory_plan.h"
+#include "server/server_context.h"
+
+namespace locr::app {
+
+namespace {
+
+// vLLM flags with no meaning here: accepted, with a notice saying why.
+const std::pair<const char*, const char*> kNoEffectOptions[] = {
+    {"compilation-config", "there is no graph compiler; the CPU kernels run as they are"},
+    {"swap-space", "preempted sequences are recomputed, never swapped"},
+    {"cpu-offload-gb", "the weights already live in host memory"},
+    {"mm-processor-cache-gb", "image preprocessing is not cached"},
+    {"download-dir", "MODEL must be a local directory"},
+    {"load-format", "the weights are read from safetensors"},
+    {"revision", "MODEL must be a local directory"},
+    {"tokenizer-mode", "the tokenizer is tokenizer.json"},
+    {"max-seq-len-to-capture", "there are no CUDA graphs"},
+    {"distributed-executor-backend", "one process serves the model"},
+    {"uvicorn-log-level", "set LOCR_LOG_LEVEL=debug|info|warn|error instead"},
+    {"kv-cache-dtype", "the KV cache is float32"},
+    {"disable-log-stats", ""},
+    {"mm-encoder-tp-mode", "one process serves the model"},
+};
+const std::pair<const char*, const char*> kNoEffectFlags[] = {
+    {"trust-remote-code", "no Python code is ever run; LightOnOCR is built in"},
+    {"enforce-eager", "there are no CUDA graphs"},
+    {"enable-chunked-prefill", "chunked prefill is always on"},
+    {"disable-custom-all-reduce", "one process serves the model"},
+    {"disable-frontend-multiprocessing", "one process serves the model"},
+};
+const char* const kParallelOptions[] = {"tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size"};
+
+int parse_count(const std::string& v, const std::string& flag) {
+  // vLLM accepts 8k / 8K style lengths.
+  return static_cast<int>(server::parse_size(v, "--" + flag));
+}
+
+int image_limit(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    fail(ErrorKind::kInvalidArgument, "--limit-mm-per-prompt expects JSON like '{\"image\": 1}', got '", text, "'");
+  }
+  if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "--limit-mm-per-prompt expects a JSON object");
+  int limit = 999;
+  for (auto& [k, v] : j.items()) {
+    const nlohmann::json n = v.is_object() ? v.value("count", nlohmann::json()) : v;
+    if (!n.is_number_integer() || n.get<int64_t>() < 0)
+      fail(ErrorKind::kInvalidArgument, "--limit-mm-per-prompt: '", k, "' needs a count >= 0");
+    if (k == "image") limit = n.get<int>();
+    else if (n.get<int64_t>() > 0)
+      LOCR_WARN("note: --limit-mm-per-prompt '", k, "' has no effect: this model takes images only");
+  }
+  return limit;
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t end = v.find_first_of(", ", start);
+      if (end == std::string::npos) end = v.size();
+      if (end > start) out.push_back(v.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+// --chat-template takes a file or, as in vLLM, the template text itself.
+std::string chat_template_file(const std::string& value) {
+  if (value.empty() || std::filesystem::is_regular_file(value)) return value;
+  if (value.find("{%") == std::string::npos && value.find("{{") == std::string::npos)
+    fail(ErrorKind::kInvalidArgument, "--chat-template: '", value, "' is neither a file nor a Jinja template");
+  const auto path = std::filesystem::temp_directory_path() / ("locr-chat-template-" + std::to_string(::getpid()) + ".jinja");
+  std::ofstream(path) << value;
+  return path.string();
+}
+
+void declare(Args& a) {
+  a.positional("MODEL", "model directory (Hugging Face layout: config.json, *.safetensors, tokenizer.json, ...)", false);
+  a.option("model", "model directory (alternative to the positional MODEL)", "DIR");
+  a.option("host", "address to listen on (default 0.0.0.0)", "ADDR");
+  a.option("port", "port to listen on (default 8000; 0 picks a free one)", "N");
+  a.repeated("served-model-name", "name(s) clients use in 'model' (default: MODEL as given)", "NAME");
+  a.option("api-key", "require 'Authorization: Bearer KEY' on /v1 endpoints", "KEY");
+  a.option("max-num-seqs", "sequences decoded together (default 32)", "N");
+  a.option("max-num-batched-tokens", "tokens per engine step (default 4096)", "N");
+  a.option("max-model-len", "prompt + output token limit (default: the model's max_position_embeddings)", "N");
+  a.option("block-size", "KV cache block size in tokens (default 16)", "N");
+  a.option("seed", "seeds the per-request seeds of requests that give none (default 0)", "N");
+  a.flag("enable-prefix-caching", "reuse KV blocks of equal prompt prefixes (default on; --no-enable-prefix-caching)");
+  a.option("gpu-memory-utilization", "fraction of RAM for weights + activations + KV cache (default 0.9)", "F");
+  a.option("kv-cache-memory", "KV cache size, e.g. 4GiB (overrides --gpu-memory-utilization)", "BYTES");
+  a.option("kv-cache-memory-bytes", "same as --kv-cache-memory", "BYTES");
+  a.option("limit-mm-per-prompt", "e.g. '{\"image\": 1}': most images per request", "JSON");
+  a.option("threads", "compute threads (default: physical cores)", "N");
+  a.option("dtype", "compute precision: auto/bfloat16 (default: BF16 matmul inputs, FP32 accumulation) or float32",
+           "TYPE");
+  a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle)", "NAME");
+  a.option("chat-template", "chat template file (or template text) overriding the model's", "FILE");
+  a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
+  a.option("allowed-local-media-path", "directory whose files may be sent as file:// image URLs", "DIR");
+  a.repeated("allowed-media-domains", "host(s) whose http(s) image URLs may be fetched (default: none)", "HOST");
+  a.option("generation-config", "'auto' (defaults from generation_config.json) or 'vllm' (ignore it)", "MODE");
+  a.option("max-logprobs", "most log-probabilities per token a request may ask for (default 20)", "N");
+  a.option("tokenizer", "must be MODEL (the model's own tokenizer.json)", "DIR");
+  a.flag("disable-log-requests", "no access log line per request");
+  a.flag("enable-log-requests", "access log line per request (default)");
+  a.flag("disable-uvicorn-access-log", "no access log line per request");
+  a.option("http-threads", "most HTTP worker threads, started on demand (default 1024)", "N");
+  a.option("max-body-bytes", "largest request body (default 64MiB)", "BYTES");
+  a.option("max-image-pixels", "largest decoded image in pixels (default 178956970, as Pillow)", "N");
+  a.option("read-timeout", "seconds to wait for a client's request bytes (default 60)", "S");
+  a.option("write-timeout", "seconds a response write may block on a slow client (default 60)", "S");
+  a.option("keep-alive-timeout", "seconds an idle keep-alive connection stays open (default 5)", "S");
+  a.option("shutdown-timeout", "seconds in-flight requests may take to finish on SIGTERM (default 30)", "S");
+  for (const char* p : kParallelOptions) a.option(p, "accepted for vLLM compatibility; only 1 is possible", "N");
+  for (const auto& [name, why] : kNoEffectOptions) a.option(name, "accepted for vLLM compatibility; no effect", "VALUE");
+  for (const auto& [name, why] : kNoEffectFlags) a.flag(name, "accepted for vLLM compatibility; no effect");
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  Args a("serve", "Serve the model over an OpenAI-compatible HTTP API (a drop-in for `vllm serve`).");
+  declare(a);
+  if (!a.parse(argc, argv)) return 0;
+  // SIGINT/SIGTERM are taken by sigwait once the server runs. Blocked before any thread starts
+  // (the kernels' thread pool starts while loading), since every thread inherits the mask and
+  // the kernel may deliver a process signal to any thread that does not block it. A signal during
+  // loading waits and then shuts the fresh server down gracefully.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  // Flags that cannot be honoured, then those that mean nothing here.
+  for (const char* p : kParallelOptions)
+    if (a.has(p) && a.get_int(p, 1) != 1)
+      fail(ErrorKind::kUnsupported, "--", p, " ", a.get(p), " is not possible: locr runs one model replica in one process "
+                                                              "on one device; use 1");
+  for (const auto& [name, why] : kNoEffectOptions)
+    if (a.has(name)) {
+      if (std::string(name) == "compilation-config") {
+        try {
+          const auto parsed = nlohmann::json::parse(a.get(name));
+          (void)parsed;
+        } catch (const std::exception&) {
+          fail(ErrorKind::kInvalidArgument, "--compilation-config expects JSON, got '", a.get(name), "'");
+        }
+      }
+      LOCR_INFO("note: --", name, " has no effect in locr", *why ? std::string(": ") + why : std::string());
+    }
+  for (const auto& [name, why] : kNoEffectFlags)
+    if (a.has(name)) LOCR_INFO("note: --", name, " has no effect in locr: ", why);
+
+  const std::string dir = a.get("model", a.get("MODEL"));
+  if (dir.empty()) fail(ErrorKind::kInvalidArgument, "give the model directory: locr serve MODEL");
+  if (!std::filesystem::is_directory(dir))
+    fail(ErrorKind::kNotFound, "model directory '", dir, "' does not exist (locr serves local directories only)");
+  if (a.has("tokenizer") && std::filesystem::weakly_canonical(a.get("tokenizer")) != std::filesystem::weakly_canonical(dir))
+    fail(ErrorKind::kUnsupported, "--tokenizer must be the model directory; a separate tokenizer is not supported");
+  const std::string gen_mode = a.get("generation-config", "auto");
+  if (gen_mode != "auto" && gen_mode != "vllm")
+    fail(ErrorKind::kUnsupported, "--generation-config must be 'auto' or 'vllm', got '", gen_mode, "'");
+
+  server::ServerOptions so;
+  so.host = a.get("host", "0.0.0.0");
+  so.port = a.get_int("port", 8000);
+  if (so.port < 0 || so.port > 65535) fail(ErrorKind::kInvalidArgument, "--port must be in [0, 65535]");
+  so.served_model_names = a.get_all("served-model-name");
+  if (so.served_model_names.empty()) so.served_model_names.push_back(dir);
+  so.model_path = dir;
+  so.version = LOCR_VERSION_STRING;
+  so.api_key = a.get("api-key");
+  if (a.has("limit-mm-per-prompt")) so.limit_images = image_limit(a.get("limit-mm-per-prompt"));
+  so.allowed_local_media_path = a.get("allowed-local-media-path");
+  if (!so.allowed_local_media_path.empty() && !std::filesystem::is_directory(so.allowed_local_media_path))
+    fail(ErrorKind::kInvalidArgument, "--allowed-local-media-path '", so.allowed_local_media_path, "' is not a directory");
+  so.allowed_media_domains = split_list(a.get_all("allowed-media-domains"));
+  so.use_generation_config = gen_mode == "auto";
+  {
+    const std::string seed = a.get("seed", "0");
+    char* end = nullptr;
+    so.seed = std::strtoull(seed.c_str(), &end, 10);
+    if (seed.empty() || *end) fail(ErrorKind::kInvalidArgument, "--seed expects a non-negative integer, got '", seed, "'");
+  }
+  so.max_logprobs = a.get_int("max-logprobs", 20);
+  so.access_log = !a.get_flag("disable-log-requests") && !a.get_flag("disable-uvicorn-access-log");
+  so.http_threads = a.get_int("http-threads", so.http_threads);
+  if (a.has("max-body-bytes")) so.max_body_bytes = server::parse_size(a.get("max-body-bytes"), "--max-body-bytes");
+  if (a.has("max-image-pixels")) so.max_image_pixels = server::parse_size(a.get("max-image-pixels"), "--max-image-pixels");
+  so.read_timeout_s = a.get_int("read-timeout", so.read_timeout_s);
+  so.write_timeout_s = a.get_int("write-timeout", so.write_timeout_s);
+  so.keep_alive_timeout_s = a.get_int("keep-alive-timeout", so.keep_alive_timeout_s);
+  so.shutdown_timeout_s = a.get_double("shutdown-timeout", so.shutdown_timeout_s);
+
+  ThreadPool::set_global_threads(a.get_int("threads", 0));
+  model::LoadOptions lo;
+  const std::string dtype = a.get("dtype", "auto");
+  std::string backend = "cpu-bf16";
+  if (dtype == "float32" || dtype == "float" || dtype == "f32") backend = "cpu-f32";
+  else if (dtype == "float16" || dtype == "half") LOCR_INFO("note: --dtype ", dtype, " runs as bfloat16 on this backend");
+  else if (dtype != "auto" && dtype != "bfloat16" && dtype != "bf16")
+    fail(ErrorKind::kInvalidArgument, "--dtype must be auto, bfloat16 or float32, got '", dtype, "'");
+  lo.backend = a.get("backend", backend);
+  lo.chat_template_file = chat_template_file(a.get("chat-template"));
+  lo.image_align = a.get_int("image-align", 28);
+  if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
+  auto model = model::LightOnOcr::load(dir, lo);
+  if (lo.chat_template_file != a.get("chat-template")) std::filesystem::remove(lo.chat_template_file);  // inline text
+
+  runtime::EngineOptions eo;
+  eo.max_num_seqs = a.has("max-num-seqs") ? parse_count(a.get("max-num-seqs"), "max-num-seqs") : eo.max_num_seqs;
+  eo.max_num_batched_tokens = a.has("max-num-batched-tokens")
+                                  ? parse_count(a.get("max-num-batched-tokens"), "max-num-batched-tokens")
+                                  : eo.max_num_batched_tokens;
+  const int model_max = model->config().text.max_position_embeddings;
+  eo.max_model_len = a.has("max-model-len") ? parse_count(a.get("max-model-len"), "max-model-len") : model_max;
+  if (eo.max_model_len > model_max)
+    fail(ErrorKind::kInvalidArgument, "--max-model-len ", eo.max_model_len, " is more than the model's ", model_max,
+         " (max_position_embeddings)");
+  eo.block_size = a.get_int("block-size", eo.block_size);
+  if (eo.max_num_seqs < 1 || eo.max_num_batched_tokens < 1 || eo.max_model_len < 2 || eo.block_size < 1)
+    fail(ErrorKind::kInvalidArgument, "--max-num-seqs, --max-num-batched-tokens, --block-size must be >= 1 and "
+                                      "--max-model-len >= 2");
+  eo.enable_prefix_caching = a.get_flag("enable-prefix-caching", true);
+  int64_t kv_memory = -1;
+  if (a.has("kv-cache-memory")) kv_memory = server::parse_size(a.get("kv-cache-memory"), "--kv-cache-memory");
+  if (a.has("kv-cache-memory-bytes"))
+    kv_memory = server::parse_size(a.get("kv-cache-memory-bytes"), "--kv-cache-memory-bytes");
+  const server::MemoryPlan plan =
+      server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory);
+  eo.kv_cache_bytes = plan.kv_bytes;
+  LOCR_INFO("serve: ", plan.explain());
+
+  runtime::Engine engine(*model, eo);
+  server::ServerContext ctx(*model, engine, so);
+  server::HttpServer http(ctx);
+  const int port = http.bind();
+  LOCR_INFO("serve: model '", so.served_model_names.front(), "' from ", dir, "; listening on http://", so.host, ":", port);
+  std::thread serving([&] { http.serve(); });
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  LOCR_INFO("serve: received ", sig == SIGTERM ? "SIGTERM" : "SIGINT", "; finishing in-flight requests (up to ",
+            so.shutdown_timeout_s, " s; signal again to cancel them)");
+  std::atomic<bool> done{false};
+  std::thread stopper([&] {
+    http.shutdown(so.shutdown_timeout_s);
+    done = true;
+  });
+  while (!done) {
+    timespec ts{0, 100 * 1000 * 1000};
+    if (sigtimedwait(&sigs, nullptr, &ts) > 0) {
+      LOCR_WARN("serve: second signal; cancelling in-flight requests");
+      ctx.cancel_all();
+    }
+  }
+  stopper.join();
+  serving.join();
+  engine.shutdown(false);
+  LOCR_INFO("serve: stopped");
+  return 0;
+}
+
+}  // namespace locr::app

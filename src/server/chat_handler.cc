@@ -1,0 +1,90 @@
+// POST /v1/chat/completions.
+#include <chrono>
+
+#include "server/errors.h"
+#include "server/generation.h"
+#include "server/handlers.h"
+#include "server/media.h"
+#include "server/openai_response.h"
+#include "server/request_log.h"
+#include "server/sse.h"
+
+namespace locr::server {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void send_json(httplib::Response& res, const nlohmann::json& j, int status) {
+  res.status = status;
+  res.set_content(json_text(j), "application/json");
+}
+
+model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci) {
+  const int limit = ctx.opts().limit_images;
+  if (static_cast<int>(ci.image_urls.size()) > limit)
+    bad_request(str("At most ", limit, " image(s) may be provided in one prompt; this request has ",
+                    ci.image_urls.size(), "."),
+                "messages");
+  const std::vector<io::Image> images = load_images(ci.image_urls, ctx.opts());
+  try {
+    return ctx.model().build_prompt(ci.messages, images);
+  } catch (const locr::Error& e) {
+    throw ApiError(400, str("cannot build the prompt: ", e.what()), "messages");
+  }
+}
+
+void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req.body);
+  const std::string model_name = check_model(body, ctx);
+  const GenParams p = parse_gen_params(body, Api::kChat, ctx);
+  const ChatInput ci = parse_chat_messages(body);
+  model::Prompt prompt = build_chat_prompt(ctx, ci);
+
+  std::vector<PreparedPrompt> prompts(1);
+  prompts[0].ids = std::move(prompt.ids);
+  prompts[0].images = std::move(prompt.images);
+  const ResponseHead head{"chatcmpl-" + request_log().id, unix_now(), model_name};
+  auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id);
+  const model::Tokenizer& tok = ctx.model().tokenizer();
+  const bool logprobs = p.logprobs >= 0;
+  const bool as_ids = p.tokens_as_ids;
+
+  GenerationWriter w;
+  if (!p.stream) {
+    w.on_deltas = [](std::vector<ChoiceDelta>&, std::string&) {};
+    w.on_done = [head, gen, logprobs, as_ids, &tok](std::string& out) {
+      out = json_text(chat_response(head, *gen, logprobs, tok, as_ids));
+    };
+    respond_with_generation(ctx, res, gen, "application/json", std::move(w));
+    return;
+  }
+
+  request_log().note = "stream";
+  auto with_usage = [p, gen](json chunk) {
+    if (p.include_usage)
+      chunk["usage"] = p.continuous_usage_stats ? usage_json(gen->prompt_tokens(), gen->completion_tokens()) : json(nullptr);
+    return chunk;
+  };
+  w.on_start = [head, gen, with_usage](std::string& out) {
+    for (int i = 0; i < gen->n_choices(); ++i)
+      out += sse_event(with_usage(chat_chunk(head, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, nullptr)));
+  };
+  w.on_deltas = [head, logprobs, as_ids, &tok, with_usage](std::vector<ChoiceDelta>& ds, std::string& out) {
+    for (auto& d : ds) {
+      if (d.text.empty() && d.logprobs.empty() && !d.finished) continue;
+      const json delta = d.text.empty() && d.finished ? json::object() : json{{"content", d.text}};
+      const json lp = logprobs ? chat_logprobs_json(d.logprobs, tok, as_ids) : json(nullptr);
+      out += sse_event(with_usage(chat_chunk(head, d.index, delta, lp, d.finished ? json(d.finish_reason) : json(nullptr),
+                                             d.stop_reason)));
+    }
+  };
+  w.on_done = [head, gen, p](std::string& out) {
+    if (p.include_usage)
+      out += sse_event(usage_chunk(head, "chat.completion.chunk", gen->prompt_tokens(), gen->completion_tokens()));
+    out += "data: [DONE]\n\n";
+  };
+  respond_with_generation(ctx, res, gen, "text/event-stream", std::move(w));
+}
+
+}  // namespace locr::server

@@ -1,0 +1,98 @@
+// One API request's generation: its prompts (one for chat, one or more for completions) times n
+// choices, each an engine request. Checks lengths against --max-model-len, resolves max_tokens,
+// submits, and turns the engine's token events into per-choice text deltas: incremental
+// detokenisation, stop strings (held back, then the engine request is cancelled), EOS/stop-token
+// text suppression, log-probabilities, usage counts. Used by both chat and completions; knows
+// nothing of HTTP or JSON shapes.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/processor.h"
+#include "runtime/detokenizer.h"
+#include "runtime/request.h"
+#include "server/openai_schema.h"
+#include "server/server_context.h"
+#include "server/stop_matcher.h"
+
+namespace locr::server {
+
+struct PreparedPrompt {
+  std::vector<int32_t> ids;                    // image tokens expanded
+  std::vector<model::ProcessedImage> images;
+  std::string echo_text;                       // completions with echo: the prompt text
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<runtime::TopLogprob> top;
+};
+
+// What happened to one choice since the last poll.
+struct ChoiceDelta {
+  int index = 0;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  bool finished = false;
+  std::string finish_reason;                   // "stop", "length", "abort"
+  nlohmann::json stop_reason;                  // null, the stop string, or the stop token id
+};
+
+// A whole choice (accumulated from the deltas).
+struct ChoiceResult {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  std::string finish_reason;
+  nlohmann::json stop_reason;
+  int64_t n_tokens = 0;
+};
+
+class Generation {
+ public:
+  // Validates lengths (ApiError 400) and submits every choice to the engine.
+  Generation(ServerContext& ctx, const GenParams& params, std::vector<PreparedPrompt> prompts,
+             const std::string& request_id);
+  ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  // Waits up to `timeout` for engine events and appends one merged delta per choice that made
+  // progress (choices of a finished generation report finished once).
+  void poll(std::vector<ChoiceDelta>& out, std::chrono::milliseconds timeout);
+  bool done() const { return n_finished_ == static_cast<int>(choices_.size()); }
+  // Thread-safe: asks the engine to drop every unfinished choice.
+  void cancel();
+
+  int n_choices() const { return static_cast<int>(choices_.size()); }
+  int n_per_prompt() const { return n_; }
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t completion_tokens() const { return completion_tokens_; }
+  int64_t cached_tokens() const;
+  const std::vector<ChoiceResult>& results() const { return results_; }
+  const std::vector<PreparedPrompt>& prompts() const { return prompts_; }
+
+ private:
+  struct Choice;
+  bool drain(Choice& c, ChoiceDelta& d, std::chrono::milliseconds timeout);
+  void on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d);
+  void finish(Choice& c, ChoiceDelta& d, const std::string& reason, nlohmann::json stop_reason);
+
+  ServerContext& ctx_;
+  GenParams params_;
+  std::vector<PreparedPrompt> prompts_;
+  int n_ = 1;
+  std::vector<std::unique_ptr<Choice>> choices_;
+  std::vector<ChoiceResult> results_;
+  std::vector<int32_t> eos_ids_;
+  int32_t vocab_ = 0;  // tokenizer ids
+  int n_finished_ = 0;
+  int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+};
+
+}  // namespace locr::server

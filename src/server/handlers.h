@@ -1,0 +1,27 @@
+// The HTTP handlers, one per endpoint family, each turning a parsed request into a response.
+// They throw ApiError for client errors; http_server maps that to the OpenAI error body.
+#pragma once
+
+#include <httplib.h>
+
+#include "server/openai_schema.h"
+#include "server/server_context.h"
+
+namespace locr::server {
+
+void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// Checks the image count against --limit-mm-per-prompt, fetches and decodes the images and
+// renders + tokenises the chat (400 on any failure).
+model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci);
+
+// Unix seconds now.
+int64_t unix_now();
+// Sets a JSON body with the given status.
+void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
+
+}  // namespace locr::server

@@ -1,0 +1,292 @@
+#include "server/http_server.h"
+
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <thread>
+
+#include <httplib.h>
+
+#include "core/log.h"
+#include "server/errors.h"
+#include "server/handlers.h"
+#include "server/request_log.h"
+#include "server/sse.h"
+
+namespace locr::server {
+
+RequestLog& request_log() {
+  thread_local RequestLog log;
+  return log;
+}
+
+namespace {
+
+// httplib's TaskQueue with threads started on demand up to a cap (a streaming request holds its
+// worker thread for its whole life, so the pool must grow with the concurrent clients).
+class ElasticPool : public httplib::TaskQueue {
+ public:
+  explicit ElasticPool(size_t max_threads) : max_(std::max<size_t>(2, max_threads)) {}
+  ~ElasticPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < jobs_.size() && threads_.size() < max_) threads_.emplace_back([this] { work(); });
+    cv_.notify_one();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // stopping, nothing left
+      auto fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+  size_t max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::list<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stop_ = false;
+};
+
+bool valid_request_id(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == ':')) return false;
+  return true;
+}
+
+const char* const kKnownPaths[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize",
+                                   "/detokenize", "/health", "/ping", "/version", "/metrics"};
+
+// Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
+// only idle keep-alive connections are left, and httplib would otherwise wait out their
+// keep-alive timeout. (httplib 0.11 gives no handle on accepted sockets.)
+void shutdown_idle_connections(int port) {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == ::dirfd(d)) continue;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;  // not connected
+    int local_port = -1;
+    if (local.ss_family == AF_INET) local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+    else if (local.ss_family == AF_INET6) local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+    if (local_port == port) ::shutdown(fd, SHUT_RDWR);
+  }
+  ::closedir(d);
+}
+
+std::string handler_label(const std::string& path) {
+  for (const char* p : kKnownPaths)
+    if (path == p) return p;
+  return "other";
+}
+
+}  // namespace
+
+class HttpServer::Impl : public httplib::Server {
+ public:
+  // Makes the accept loop end without marking the server stopped, so responses in progress
+  // keep streaming.
+  void stop_accepting() {
+    const socket_t s = svr_sock_;
+    if (s != INVALID_SOCKET) ::shutdown(s, SHUT_RDWR);
+  }
+  // Ends keep-alive loops and any body still being written.
+  void end() { svr_sock_.exchange(INVALID_SOCKET); }
+};
+
+HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), impl_(std::make_unique<Impl>()) {
+  const ServerOptions& o = ctx.opts();
+  const size_t max_threads = static_cast<size_t>(std::max(2, o.http_threads));
+  impl_->new_task_queue = [max_threads] { return new ElasticPool(max_threads); };
+  impl_->set_payload_max_length(static_cast<size_t>(o.max_body_bytes));
+  impl_->set_read_timeout(o.read_timeout_s, 0);
+  impl_->set_write_timeout(o.write_timeout_s, 0);
+  impl_->set_keep_alive_timeout(o.keep_alive_timeout_s);
+  impl_->set_keep_alive_max_count(1000);
+  install_routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::install_routes() {
+  Impl& s = *impl_;
+  ServerContext& ctx = ctx_;
+
+  s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    RequestLog& log = request_log();
+    log = RequestLog{};
+    log.active = true;
+    log.start = std::chrono::steady_clock::now();
+    const std::string given = req.get_header_value("X-Request-Id");
+    log.id = valid_request_id(given) ? given : ctx.random_hex();
+    res.set_header("X-Request-Id", log.id);
+    ctx.metrics().in_flight.fetch_add(1);
+    if (ctx.draining) res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  s.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    RequestLog& log = request_log();
+    const double secs =
+        log.active ? std::chrono::duration<double>(std::chrono::steady_clock::now() - log.start).count() : 0.0;
+    if (log.active) ctx.metrics().in_flight.fetch_sub(1);
+    ctx.metrics().count_request(handler_label(req.path), req.method, res.status, secs);
+    if (ctx.opts().access_log) {
+      std::string line = str(req.remote_addr, ":", req.remote_port, " \"", req.method, " ", req.path, "\" ", res.status,
+                             " id=", log.active ? log.id : "-", " ", static_cast<int64_t>(secs * 1000), "ms");
+      if (log.prompt_tokens >= 0) line += str(" prompt_tokens=", log.prompt_tokens, " completion_tokens=", log.completion_tokens);
+      if (!log.note.empty()) line += " (" + log.note + ")";
+      LOCR_INFO("http: ", line);
+    }
+    log.active = false;
+  });
+
+  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+    std::string msg;
+    switch (res.status) {
+      case 404: msg = "Not Found: " + req.method + " " + req.path; break;
+      case 413: msg = "the request body is too large"; break;
+      case 414: msg = "the request URI is too long"; break;
+      case 400: msg = "malformed or incomplete HTTP request (or the body arrived slower than --read-timeout)"; break;
+      default: msg = "HTTP error " + std::to_string(res.status);
+    }
+    res.set_content(json_text(error_body(res.status, msg)), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string msg = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    } catch (...) {
+    }
+    LOCR_ERROR("http: unhandled exception: ", msg);
+    send_json(res, error_body(500, msg), 500);
+  });
+
+  using Fn = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
+  // Every API handler: API key (on /v1 paths, as vLLM), refusal while draining, and errors as
+  // OpenAI JSON. A failing request only ever affects itself.
+  auto api = [&ctx](Fn fn, bool generation) {
+    return [&ctx, fn, generation](const httplib::Request& req, httplib::Response& res) {
+      const std::string& key = ctx.opts().api_key;
+      if (!key.empty() && req.path.rfind("/v1", 0) == 0 && req.get_header_value("Authorization") != "Bearer " + key) {
+        send_json(res, error_body(401, "Unauthorized: a valid API key is required (Authorization: Bearer KEY)"), 401);
+        return;
+      }
+      if (generation && ctx.draining) {
+        ctx.metrics().rejected_while_draining.fetch_add(1);
+        send_json(res, error_body(503, "the server is shutting down"), 503);
+        return;
+      }
+      try {
+        fn(ctx, req, res);
+      } catch (const ApiError& e) {
+        send_json(res, error_body(e), e.status());
+      } catch (const locr::Error& e) {
+        const ApiError a = from_locr_error(e);
+        send_json(res, error_body(a), a.status());
+      }
+    };
+  };
+
+  s.Post("/v1/chat/completions", api(handle_chat, true));
+  s.Post("/v1/completions", api(handle_completions, true));
+  s.Post("/tokenize", api(handle_tokenize, true));
+  s.Post("/detokenize", api(handle_detokenize, false));
+  s.Get("/v1/models", api(handle_models, false));
+  auto health = [&ctx](const httplib::Request&, httplib::Response& res) {
+    if (ctx.draining) {
+      send_json(res, error_body(503, "the server is shutting down"), 503);
+      return;
+    }
+    res.status = 200;
+    res.set_header("Content-Length", "0");
+  };
+  s.Get("/health", health);
+  s.Get("/ping", health);
+  s.Post("/ping", health);
+  s.Get("/version", [&ctx](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"version", ctx.opts().version}, {"engine", "locr"}});
+  });
+  s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    std::string text = ctx.engine().metrics().render(ctx.model_name());
+    text += ctx.metrics().render(ctx.model_name());
+    res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+int HttpServer::bind() {
+  const ServerOptions& o = ctx_.opts();
+  if (o.port == 0) {
+    port_ = impl_->bind_to_any_port(o.host);
+    if (port_ <= 0) fail(ErrorKind::kIo, "cannot listen on ", o.host, " (any port)");
+    return port_;
+  }
+  if (!impl_->bind_to_port(o.host, o.port))
+    fail(ErrorKind::kIo, "cannot listen on ", o.host, ":", o.port, " (is the port in use, or the address not local?)");
+  port_ = o.port;
+  return port_;
+}
+
+void HttpServer::serve() { impl_->listen_after_bind(); }
+
+void HttpServer::shutdown(double timeout_s) {
+  ctx_.draining = true;
+  impl_->stop_accepting();
+  using Clock = std::chrono::steady_clock;
+  auto wait_idle = [&](double secs) {
+    const auto until = Clock::now() + std::chrono::duration<double>(secs);
+    while (Clock::now() < until) {
+      if (ctx_.n_active() == 0 && ctx_.metrics().in_flight.load() <= 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  if (!wait_idle(timeout_s)) {
+    LOCR_WARN("shutdown: ", ctx_.n_active(), " request(s) still running after ", timeout_s, " s; cancelling them");
+    ctx_.cancel_all();
+    wait_idle(5.0);
+  }
+  impl_->end();
+  shutdown_idle_connections(port_);
+}
+
+}  // namespace locr::server

@@ -1,0 +1,37 @@
+// The HTTP front of `locr serve`: routes (OpenAI endpoints, /tokenize, /detokenize, /health,
+// /version, /metrics), API-key check on /v1, X-Request-Id (echoed, or generated), an access log
+// line per request, errors as OpenAI JSON for every status httplib produces itself (404, 413,
+// malformed HTTP), body size limit and read/write timeouts, worker threads started on demand,
+// and graceful shutdown (stop accepting, drain or cancel what is in flight).
+#pragma once
+
+#include <memory>
+
+#include "server/server_context.h"
+
+namespace locr::server {
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerContext& ctx);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket (port 0: any free port). Returns the port; throws locr::Error.
+  int bind();
+  // Accepts and serves until shutdown() completes. Blocks; call from a dedicated thread.
+  void serve();
+  // Stops accepting, lets in-flight requests finish for up to timeout_s, cancels the rest, and
+  // makes serve() return. Call from another thread than serve().
+  void shutdown(double timeout_s);
+
+ private:
+  class Impl;
+  void install_routes();
+  ServerContext& ctx_;
+  std::unique_ptr<Impl> impl_;
+  int port_ = -1;
+};
+
+}  // namespace locr::server

@@ -1,0 +1,21 @@
+// Per-request facts for the access log line, kept thread-locally: httplib runs a request's
+// routing, handler, streamed body and logger on one worker thread, in that order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace locr::server {
+
+struct RequestLog {
+  bool active = false;
+  std::chrono::steady_clock::time_point start;
+  std::string id;
+  int64_t prompt_tokens = -1, completion_tokens = -1;
+  std::string note;  // e.g. "client disconnected", "stream"
+};
+
+RequestLog& request_log();
+
+}  // namespace locr::server

@@ -1,0 +1,57 @@
+#include "server/server_context.h"
+
+#include <algorithm>
+
+#include "server/generation.h"
+
+namespace locr::server {
+
+ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts)
+    : model_(model), engine_(engine), opts_(std::move(opts)), seed_rng_(opts_.seed), id_rng_(std::random_device{}()) {
+  LOCR_CHECK(!opts_.served_model_names.empty(), "at least one served model name");
+}
+
+bool ServerContext::serves(const std::string& name) const {
+  return std::find(opts_.served_model_names.begin(), opts_.served_model_names.end(), name) !=
+         opts_.served_model_names.end();
+}
+
+uint64_t ServerContext::next_seed() {
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  return seed_rng_();
+}
+
+std::string ServerContext::random_hex() {
+  uint64_t a, b;
+  {
+    std::lock_guard<std::mutex> lock(rng_mu_);
+    a = id_rng_();
+    b = id_rng_();
+  }
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return buf;
+}
+
+void ServerContext::add_active(Generation* g) {
+  std::lock_guard<std::mutex> lock(active_mu_);
+  active_.insert(g);
+}
+
+void ServerContext::remove_active(Generation* g) {
+  std::lock_guard<std::mutex> lock(active_mu_);
+  active_.erase(g);
+}
+
+size_t ServerContext::n_active() {
+  std::lock_guard<std::mutex> lock(active_mu_);
+  return active_.size();
+}
+
+void ServerContext::cancel_all() {
+  std::lock_guard<std::mutex> lock(active_mu_);
+  for (Generation* g : active_) g->cancel();
+}
+
+}  // namespace locr::server

@@ -1,0 +1,89 @@
+// What every HTTP handler shares: the server options (from `locr serve` flags), the loaded model
+// and the engine, server-side metrics, the request-seed generator and the registry of in-flight
+// generations (so shutdown can drain or cancel them). Not here: routing (http_server) or the
+// OpenAI request/response shapes (openai_schema).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "model/lighton_ocr.h"
+#include "runtime/engine.h"
+#include "server/server_metrics.h"
+
+namespace locr::server {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 8000;
+  std::vector<std::string> served_model_names;  // first one is the primary (metrics label)
+  std::string model_path;                       // shown as `root` in /v1/models
+  std::string version = "0.0.0";
+  std::string api_key;                          // empty: no authentication
+  // Multimodal inputs.
+  int limit_images = 999;                       // per prompt (--limit-mm-per-prompt '{"image": N}')
+  std::string allowed_local_media_path;         // empty: file:// URLs refused
+  std::vector<std::string> allowed_media_domains;  // empty: http(s) image URLs refused
+  int64_t max_image_pixels = 178956970;
+  int64_t max_image_bytes = 32LL << 20;
+  int media_fetch_timeout_s = 10;
+  // Generation defaults.
+  bool use_generation_config = true;            // --generation-config auto|vllm
+  uint64_t seed = 0;                            // seeds the generator of per-request seeds
+  int max_logprobs = 20;
+  int max_n = 128;
+  // HTTP.
+  int64_t max_body_bytes = 64LL << 20;
+  int read_timeout_s = 60;
+  int write_timeout_s = 60;
+  int keep_alive_timeout_s = 5;
+  int http_threads = 1024;                      // upper bound; threads start on demand
+  double shutdown_timeout_s = 30;
+  bool access_log = true;
+};
+
+class Generation;
+
+class ServerContext {
+ public:
+  ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts);
+
+  const model::LightOnOcr& model() const { return model_; }
+  runtime::Engine& engine() { return engine_; }
+  const ServerOptions& opts() const { return opts_; }
+  ServerMetrics& metrics() { return metrics_; }
+  const std::string& model_name() const { return opts_.served_model_names.front(); }
+  bool serves(const std::string& name) const;
+
+  // A seed for a request that did not give one: drawn from a generator seeded with --seed, so a
+  // whole run is reproducible while equal requests still differ (vLLM's global-seed behaviour).
+  uint64_t next_seed();
+  // 32 random hex digits for request ids.
+  std::string random_hex();
+
+  // In-flight generations, for graceful shutdown.
+  void add_active(Generation* g);
+  void remove_active(Generation* g);
+  size_t n_active();
+  void cancel_all();
+
+  std::atomic<bool> draining{false};
+
+ private:
+  const model::LightOnOcr& model_;
+  runtime::Engine& engine_;
+  ServerOptions opts_;
+  ServerMetrics metrics_;
+  std::mutex rng_mu_;
+  std::mt19937_64 seed_rng_, id_rng_;
+  std::mutex active_mu_;
+  std::unordered_set<Generation*> active_;
+};
+
+}  // namespace locr::server

@@ -1,0 +1,107 @@
+// Unit tests of the server's pure pieces: stop-string hold-back, base64, size parsing, error bodies.
+#include <gtest/gtest.h>
+
+#include "server/errors.h"
+#include "server/media.h"
+#include "server/memory_plan.h"
+#include "server/stop_matcher.h"
+
+namespace locr::server {
+namespace {
+
+// Feeds `pieces` and returns everything released, including the final flush unless matched.
+std::string feed(StopMatcher& m, const std::vector<std::string>& pieces) {
+  std::string out;
+  for (const auto& p : pieces) {
+    out += m.push(p);
+    if (m.matched()) return out;
+  }
+  return out + m.flush();
+}
+
+TEST(StopMatcher, NoStopsPassesThrough) {
+  StopMatcher m({}, false);
+  EXPECT_EQ(m.push("abc"), "abc");
+  EXPECT_EQ(m.flush(), "");
+}
+
+TEST(StopMatcher, HoldsBackAPossiblePrefixThenReleasesIt) {
+  StopMatcher m({"STOP"}, false);
+  EXPECT_EQ(m.push("hello ST"), "hello ");
+  EXPECT_EQ(m.push("A"), "STA");  // "STA" can no longer become "STOP"
+  EXPECT_FALSE(m.matched());
+}
+
+TEST(StopMatcher, StopSplitAcrossPiecesNeverLeaks) {
+  StopMatcher m({"STOP"}, false);
+  std::string out;
+  for (const char* p : {"ab", "S", "T", "O", "P", "tail"}) {
+    out += m.push(p);
+    if (m.matched()) break;
+  }
+  EXPECT_TRUE(m.matched());
+  EXPECT_EQ(out, "ab");
+  EXPECT_EQ(m.stop(), "STOP");
+  EXPECT_EQ(m.push("more"), "");  // nothing after a match
+}
+
+TEST(StopMatcher, IncludeStopString) {
+  StopMatcher m({"</s>"}, true);
+  EXPECT_EQ(feed(m, {"x</", "s>y"}), "x</s>");
+}
+
+TEST(StopMatcher, EarliestStopWinsThenLongest) {
+  StopMatcher a({"cd", "bcd"}, false);
+  EXPECT_EQ(feed(a, {"abcdef"}), "a");
+  EXPECT_EQ(a.stop(), "bcd");
+  StopMatcher b({"ab", "abc"}, true);
+  EXPECT_EQ(feed(b, {"xabcz"}), "xabc");
+}
+
+TEST(StopMatcher, FlushReleasesHeldText) {
+  StopMatcher m({"END"}, false);
+  EXPECT_EQ(m.push("the E"), "the ");
+  EXPECT_EQ(m.flush(), "E");
+}
+
+TEST(StopMatcher, Utf8StopStrings) {
+  StopMatcher m({"。"}, false);  // 3 bytes
+  EXPECT_EQ(feed(m, {"你好", "\xe3\x80", "\x82", "后"}), "你好");
+}
+
+TEST(Base64, StandardUrlSafeAndPadding) {
+  EXPECT_EQ(*base64_decode("aGVsbG8="), "hello");
+  EXPECT_EQ(*base64_decode("aGVsbG8"), "hello");
+  EXPECT_EQ(*base64_decode("-_8="), std::string("\xfb\xff", 2));
+  EXPECT_EQ(*base64_decode("+/8="), std::string("\xfb\xff", 2));
+  EXPECT_EQ(*base64_decode(""), "");
+  EXPECT_FALSE(base64_decode("aGVs bG8="));
+  EXPECT_FALSE(base64_decode("a"));
+  EXPECT_FALSE(base64_decode("@@@@"));
+}
+
+TEST(ParseSize, Units) {
+  EXPECT_EQ(parse_size("123", "x"), 123);
+  EXPECT_EQ(parse_size("4GiB", "x"), 4LL << 30);
+  EXPECT_EQ(parse_size("4G", "x"), 4LL << 30);
+  EXPECT_EQ(parse_size("512MiB", "x"), 512LL << 20);
+  EXPECT_EQ(parse_size("2GB", "x"), 2000000000LL);
+  EXPECT_EQ(parse_size("8k", "x"), 8000);
+  EXPECT_EQ(parse_size("8K", "x"), 8192);
+  EXPECT_EQ(parse_size("1.5KiB", "x"), 1536);
+  EXPECT_THROW(parse_size("lots", "x"), locr::Error);
+  EXPECT_THROW(parse_size("4 parsecs", "x"), locr::Error);
+}
+
+TEST(Errors, OpenAiShape) {
+  const auto j = error_body(ApiError(404, "The model `x` does not exist.", "model"));
+  EXPECT_EQ(j["error"]["code"], 404);
+  EXPECT_EQ(j["error"]["type"], "NotFoundError");
+  EXPECT_EQ(j["error"]["param"], "model");
+  EXPECT_TRUE(error_body(400, "bad")["error"]["param"].is_null());
+  EXPECT_EQ(from_locr_error(locr::Error(ErrorKind::kLimit, "too many pixels")).status(), 400);
+  EXPECT_EQ(from_locr_error(locr::Error(ErrorKind::kInternal, "bug")).status(), 500);
+}
+
+}  // namespace
+}  // namespace locr::server

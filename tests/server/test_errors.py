@@ -1,0 +1,154 @@
+"""Every client error comes back in OpenAI's shape with the right status, and never disturbs others."""
+import base64
+import struct
+import zlib
+
+import pytest
+import requests
+
+from conftest import IMAGES, NAME, Server, chat, data_url, greedy
+
+
+def assert_error(resp, status, param=None, contains=None):
+    assert resp.status_code == status, resp.text
+    assert resp.headers["Content-Type"].startswith("application/json")
+    err = resp.json()["error"]
+    assert set(err) == {"message", "type", "param", "code"}
+    assert err["code"] == status and isinstance(err["message"], str) and err["message"]
+    if param is not None:
+        assert err["param"] == param
+    if contains is not None:
+        assert contains in err["message"], err["message"]
+    return err
+
+
+def image_message(*urls, text="Read this."):
+    parts = [{"type": "image_url", "image_url": {"url": u}} for u in urls]
+    return {"model": NAME, "messages": [{"role": "user", "content": parts + [{"type": "text", "text": text}]}],
+            "max_tokens": 2}
+
+
+def huge_png(width=20000, height=20000):
+    """A valid PNG header claiming 400 megapixels (a decompression bomb), with almost no data."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + chunk(b"IEND", b"")
+
+
+def test_malformed_json(server):
+    r = requests.post(server.url + "/v1/chat/completions", data=b'{"messages": [', timeout=10,
+                      headers={"Content-Type": "application/json"})
+    assert_error(r, 400, contains="not valid JSON")
+    assert_error(requests.post(server.url + "/v1/completions", data=b"[1, 2]", timeout=10), 400)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("temperature", "hot"), ("max_tokens", 1.5), ("max_tokens", "10"), ("stream", "yes"), ("top_p", 0),
+    ("top_p", 1.5), ("n", 0), ("stop", 5), ("seed", "x"), ("logprobs", 1), ("top_logprobs", 50), ("top_k", -5),
+    ("messages", "hello"), ("stop_token_ids", [999999]), ("presence_penalty", 3), ("min_tokens", -1),
+])
+def test_wrong_types_and_ranges(server, field, value):
+    body = chat("hi", max_tokens=2)
+    body[field] = value
+    err = assert_error(server.post("/v1/chat/completions", body), 400)
+    assert err["param"] == field or (field == "logprobs" and err["param"] == "logprobs")
+
+
+def test_stream_options_without_stream(server):
+    assert_error(server.post("/v1/chat/completions", chat("hi", stream_options={"include_usage": True})), 400,
+                 param="stream_options")
+
+
+def test_missing_messages_and_prompt(server):
+    assert_error(server.post("/v1/chat/completions", {"model": NAME}), 400, param="messages")
+    assert_error(server.post("/v1/completions", {"model": NAME}), 400, param="prompt")
+    assert_error(server.post("/v1/completions", {"prompt": [], "max_tokens": 2}), 400, param="prompt")
+    assert_error(server.post("/v1/completions", {"prompt": [1, 99999], "max_tokens": 2}), 400, param="prompt")
+
+
+def test_unknown_model_is_404(server):
+    err = assert_error(server.post("/v1/chat/completions", {**chat("hi"), "model": "gpt-4"}), 404, param="model")
+    assert err["type"] == "NotFoundError" and "gpt-4" in err["message"]
+    assert_error(server.post("/v1/completions", {"model": "nope", "prompt": "x"}), 404)
+
+
+def test_unknown_route_is_404_json(server):
+    assert_error(server.get("/v1/nothing"), 404)
+
+
+def test_unsupported_features_are_refused(server):
+    assert_error(server.post("/v1/chat/completions", chat("hi", tools=[{"type": "function", "function": {"name": "f"}}])),
+                 400, param="tools")
+    assert_error(server.post("/v1/chat/completions", chat("hi", response_format={"type": "json_object"})), 400)
+    assert_error(server.post("/v1/chat/completions", chat("hi", logit_bias={"1": 5})), 400)
+    assert server.post("/v1/chat/completions", chat("hi", response_format={"type": "text"}, max_tokens=1)).ok
+
+
+def test_prompt_plus_max_tokens_over_context(server):
+    err = assert_error(server.post("/v1/chat/completions", chat("hi", max_tokens=1024)), 400, param="max_tokens")
+    assert "maximum context length is 1024" in err["message"]
+    long_prompt = " ".join(["word"] * 1200)
+    assert_error(server.post("/v1/completions", {"prompt": long_prompt}), 400, contains="1024")
+
+
+def test_bad_base64(server):
+    assert_error(server.post("/v1/chat/completions", image_message("data:image/png;base64,@@@not-base64@@@")), 400,
+                 contains="base64")
+
+
+def test_undecodable_image(server):
+    junk = "data:image/png;base64," + base64.b64encode(b"this is not an image at all").decode()
+    assert_error(server.post("/v1/chat/completions", image_message(junk)), 400, contains="image 1")
+
+
+def test_oversized_image(server):
+    bomb = "data:image/png;base64," + base64.b64encode(huge_png()).decode()
+    assert_error(server.post("/v1/chat/completions", image_message(bomb)), 400, contains="image 1")
+
+
+def test_too_many_images(server):
+    url = data_url(IMAGES / "gray.png")
+    assert_error(server.post("/v1/chat/completions", image_message(url, url, url)), 400, contains="At most 2 image")
+
+
+def test_remote_and_local_media_rules(server):
+    assert_error(server.post("/v1/chat/completions", image_message("http://example.com/page.png")), 400,
+                 contains="not in --allowed-media-domains")
+    assert_error(server.post("/v1/chat/completions", image_message("file:///etc/passwd")), 400,
+                 contains="outside --allowed-local-media-path")
+    assert_error(server.post("/v1/chat/completions", image_message("ftp://x/y.png")), 400)
+
+
+def test_body_too_large(server):
+    r = requests.post(server.url + "/v1/chat/completions", data=b"x" * (5 << 20), timeout=30,
+                      headers={"Content-Type": "application/json"})
+    assert_error(r, 413)
+
+
+def test_errors_do_not_disturb_other_requests(server):
+    good = server.post("/v1/chat/completions", chat("stable?", **greedy(max_tokens=6))).json()
+    for body in [b"{", b'{"messages": 3}', b'{"model": "x", "prompt": "y"}']:
+        requests.post(server.url + "/v1/chat/completions", data=body, timeout=10)
+    again = server.post("/v1/chat/completions", chat("stable?", **greedy(max_tokens=6))).json()
+    assert again["choices"][0]["message"]["content"] == good["choices"][0]["message"]["content"]
+    assert server.get("/health").status_code == 200
+
+
+@pytest.fixture(scope="module")
+def keyed_server():
+    s = Server("--served-model-name", NAME, "--api-key", "sk-test-123", "--max-model-len", "512")
+    yield s
+    s.stop()
+
+
+def test_api_key(keyed_server):
+    body = chat("hi", max_tokens=2)
+    assert_error(keyed_server.post("/v1/chat/completions", body), 401)
+    assert_error(keyed_server.post("/v1/chat/completions", body, headers={"Authorization": "Bearer wrong"}), 401)
+    assert_error(keyed_server.get("/v1/models"), 401)
+    ok = keyed_server.post("/v1/chat/completions", body, headers={"Authorization": "Bearer sk-test-123"})
+    assert ok.status_code == 200
+    # As in vLLM, only /v1 routes need the key.
+    assert keyed_server.get("/health").status_code == 200
+    assert keyed_server.get("/metrics").status_code == 200

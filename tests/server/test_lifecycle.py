@@ -1,0 +1,105 @@
+"""Graceful shutdown: SIGTERM lets in-flight requests finish, refuses new work, and exits 0."""
+import json
+import signal
+import threading
+import time
+
+import requests
+
+from conftest import NAME, Server, chat, greedy
+
+
+def test_sigterm_idle_exits_zero():
+    s = Server("--served-model-name", NAME, "--max-model-len", "512")
+    assert s.stop(signal.SIGTERM) == 0
+    assert "serve: stopped" in s.log
+
+
+def test_sigint_exits_zero():
+    s = Server("--served-model-name", NAME, "--max-model-len", "512")
+    assert s.stop(signal.SIGINT) == 0
+
+
+def test_sigterm_drains_in_flight_stream():
+    s = Server("--served-model-name", NAME, "--max-model-len", "8192")
+    result = {}
+
+    def client():
+        r = requests.post(s.url + "/v1/chat/completions", timeout=120, stream=True,
+                          json=chat("long", stream=True, **greedy(max_tokens=6000)))
+        result["text"] = r.content.decode()
+        result["done_at"] = time.time()
+
+    t = threading.Thread(target=client)
+    t.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and s.metrics()["vllm:num_requests_running"] < 1:
+        time.sleep(0.01)
+    signalled_at = time.time()
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    # No new connections once draining.
+    refused = False
+    try:
+        r = requests.post(s.url + "/v1/chat/completions", json=chat("new", max_tokens=2), timeout=5)
+        refused = r.status_code == 503
+    except requests.ConnectionError:
+        refused = True
+    t.join(120)
+    assert s.proc.wait(60) == 0
+    assert refused
+    assert result["done_at"] > signalled_at + 0.05  # the stream was still running when refused
+    text = result["text"]
+    assert text.rstrip().endswith("data: [DONE]")
+    last = json.loads(text.rstrip().split("\n\n")[-2][len("data: "):])
+    assert last["choices"][0]["finish_reason"] == "length"
+
+
+def test_shutdown_timeout_cancels_stragglers():
+    s = Server("--served-model-name", NAME, "--max-model-len", "16384", "--shutdown-timeout", "0.2")
+    result = {}
+
+    def client():
+        try:
+            r = requests.post(s.url + "/v1/chat/completions", timeout=120,
+                              json=chat("very long", **greedy(max_tokens=16000)))
+            result["finish"] = r.json()["choices"][0]["finish_reason"]
+        except requests.RequestException as e:
+            result["error"] = str(e)
+
+    t = threading.Thread(target=client)
+    t.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and s.metrics()["vllm:num_requests_running"] < 1:
+        time.sleep(0.01)
+    start = time.time()
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(60) == 0
+    t.join(60)
+    assert time.time() - start < 10
+    assert result.get("finish") == "abort" or "error" in result
+
+
+def test_slow_client_is_timed_out_without_holding_others():
+    s = Server("--served-model-name", NAME, "--max-model-len", "512", "--read-timeout", "1")
+    try:
+        import socket
+        slow = socket.create_connection(("127.0.0.1", s.port))
+        slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"mess")
+        # Others are served while the slow request is stuck.
+        r = requests.post(s.url + "/v1/chat/completions", json=chat("hi", max_tokens=2), timeout=10)
+        assert r.status_code == 200
+        # The server gives up on the slow one after the read timeout and closes the connection.
+        slow.settimeout(10)
+        start = time.time()
+        data = slow.recv(65536)
+        while data and not data.endswith(b"}"):
+            more = slow.recv(65536)
+            if not more:
+                break
+            data += more
+        assert time.time() - start < 8
+        slow.close()
+        assert s.metrics()["vllm:num_requests_running"] == 0
+    finally:
+        assert s.stop() == 0
