@@ -126,6 +126,10 @@ void declare(Args& a) {
   a.repeated("allowed-media-domains", "host(s) whose http(s) image URLs may be fetched (default: none)", "HOST");
   a.option("generation-config", "'auto' (defaults from generation_config.json) or 'vllm' (ignore it)", "MODE");
   a.option("max-logprobs", "most log-probabilities per token a request may ask for (default 20)", "N");
+  a.flag("loop-guard", "stop a request whose output repeats itself (default on; --no-loop-guard; a request may set "
+                       "\"loop_guard\": true|false; ignore_eos requests default to off)");
+  a.option("loop-guard-window", "generated tokens the loop guard examines (default 512)", "N");
+  a.option("loop-guard-max-distinct", "fire when the window holds at most this many distinct 8-grams (default 128)", "N");
   a.option("tokenizer", "must be MODEL (the model's own tokenizer.json)", "DIR");
   a.flag("disable-log-requests", "no access log line per request");
   a.flag("enable-log-requests", "access log line per request (default)");
@@ -211,6 +215,12 @@ int cmd_serve(int argc, char** argv) {
     if (seed.empty() || *end) fail(ErrorKind::kInvalidArgument, "--seed expects a non-negative integer, got '", seed, "'");
   }
   so.max_logprobs = a.get_int("max-logprobs", 20);
+  so.loop_guard.enabled = a.get_flag("loop-guard", true);
+  so.loop_guard.window = a.get_int("loop-guard-window", so.loop_guard.window);
+  so.loop_guard.max_distinct = a.get_int("loop-guard-max-distinct", so.loop_guard.max_distinct);
+  if (so.loop_guard.window < so.loop_guard.ngram || so.loop_guard.max_distinct < 1)
+    fail(ErrorKind::kInvalidArgument, "--loop-guard-window must be >= ", so.loop_guard.ngram,
+         " and --loop-guard-max-distinct >= 1");
   so.access_log = !a.get_flag("disable-log-requests") && !a.get_flag("disable-uvicorn-access-log");
   so.http_threads = a.get_int("http-threads", so.http_threads);
   if (a.has("max-body-bytes")) so.max_body_bytes = server::parse_size(a.get("max-body-bytes"), "--max-body-bytes");

@@ -77,6 +77,10 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
       in.eos_ids = eos_ids_;
       in.stop_token_ids = params_.stop_token_ids;
       in.ignore_eos = params_.ignore_eos;
+      // The loop guard follows the server's setting; a request asking for a fixed length
+      // (ignore_eos, as benchmarks do) turns it off unless it sets "loop_guard" itself.
+      in.loop_guard = ctx.opts().loop_guard;
+      in.loop_guard.enabled = params_.loop_guard.value_or(ctx.opts().loop_guard.enabled && !params_.ignore_eos);
       in.min_tokens = params_.min_tokens;
       in.repetition_penalty = params_.repetition_penalty;
       in.presence_penalty = params_.presence_penalty;

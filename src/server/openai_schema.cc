@@ -176,6 +176,7 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) 
     for (const auto& x : s) p.stop_token_ids.push_back(token_id(x, "stop_token_ids", vocab));
   }
   if (auto v = opt_bool(body, "ignore_eos")) p.ignore_eos = *v;
+  if (auto v = opt_bool(body, "loop_guard")) p.loop_guard = *v;
   if (auto v = opt_bool(body, "skip_special_tokens")) p.skip_special_tokens = *v;
   if (auto v = opt_bool(body, "include_stop_str_in_output")) p.include_stop_str_in_output = *v;
 

@@ -39,6 +39,7 @@ struct GenParams {
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
+  std::optional<bool> loop_guard;    // locr extension; unset: the server default (off with ignore_eos)
   bool skip_special_tokens = true;
   bool include_stop_str_in_output = false;
   float repetition_penalty = 1.0f;

@@ -37,6 +37,7 @@ struct ServerOptions {
   bool use_generation_config = true;            // --generation-config auto|vllm
   uint64_t seed = 0;                            // seeds the generator of per-request seeds
   int max_logprobs = 20;
+  runtime::LoopGuardConfig loop_guard;          // --loop-guard / --no-loop-guard and its thresholds
   int max_n = 128;
   // HTTP.
   int64_t max_body_bytes = 64LL << 20;
