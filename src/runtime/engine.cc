@@ -183,10 +183,7 @@ void Engine::admit_prefix(Seq& s) {
   // Always leave at least one prompt token to compute, so the step yields logits.
   std::vector<uint64_t> usable(s.block_hashes.begin(),
                                s.block_hashes.begin() + std::min<size_t>(s.block_hashes.size(), (s.n_prompt - 1) / bs));
-  const uint64_t q0 = blocks_.prefix_queries(), h0 = blocks_.prefix_hits();
   const int64_t reused = blocks_.reuse_prefix(usable, s.table);
-  metrics_.prefix_queries.fetch_add(blocks_.prefix_queries() - q0);
-  metrics_.prefix_hits.fetch_add(blocks_.prefix_hits() - h0);
   s.n_computed = reused * bs;
   s.n_published = reused;
   s.times.cached_tokens = s.n_computed;
@@ -303,7 +300,7 @@ bool Engine::step() {
   // Cancelled requests leave first, freeing their blocks.
   auto cancelled = [&](std::unique_ptr<Seq>& s) {
     if (!s->stream->cancelled()) return false;
-    finish(*s, "abort");
+    finish(*s, s->stream->cancel_reason());
     return true;
   };
   running_.erase(std::remove_if(running_.begin(), running_.end(), cancelled), running_.end());
@@ -375,6 +372,10 @@ bool Engine::step() {
       s.times.queued_s = secs(s.t_submit, s.t_admit);
       s.times.prompt_tokens = static_cast<int64_t>(s.n_prompt);
       metrics_.queue.observe(s.times.queued_s);
+      if (blocks_.prefix_caching()) {  // in tokens, as vLLM counts them
+        metrics_.prefix_queries.fetch_add(s.n_prompt);
+        metrics_.prefix_hits.fetch_add(static_cast<uint64_t>(s.times.cached_tokens));
+      }
       metrics_.prompt_tokens.fetch_add(s.n_prompt - s.n_computed);
       metrics_.prompt_len.observe(static_cast<double>(s.n_prompt));
       if (!s.in.images.empty()) {

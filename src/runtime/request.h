@@ -73,8 +73,14 @@ class RequestStream {
     events_.pop_front();
     return e;
   }
-  void cancel() { cancelled_.store(true); }
+  // Stops the request at the engine's next step. `reason` is what the engine records as its
+  // finish reason in metrics: "abort" (client gone) or "stop" (a stop string matched upstream).
+  void cancel(const char* reason = "abort") {
+    reason_.store(reason);
+    cancelled_.store(true);
+  }
   bool cancelled() const { return cancelled_.load(); }
+  const char* cancel_reason() const { return reason_.load(); }
   RequestTimes times() const {
     std::lock_guard<std::mutex> lock(mu_);
     return times_;
@@ -89,6 +95,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<const char*> reason_{"abort"};
   RequestTimes times_;
 };
 

@@ -140,7 +140,7 @@ void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
   if (e.finished) piece += c.detok.finish();
   std::string out = c.stop.push(piece);
   if (c.stop.matched()) {
-    c.stream->cancel();
+    c.stream->cancel("stop");  // the engine records it as a stop, not an abort
     ctx_.metrics().stop_string_finishes.fetch_add(1);
     d.text += out;
     r.text += out;

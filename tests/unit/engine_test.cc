@@ -112,6 +112,14 @@ TEST(Engine, CancelFreesBlocks) {
   EXPECT_EQ(reason, "abort");
   for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+  // A frontend that stops a request itself (a stop string matched) has it recorded as "stop".
+  auto s2 = engine.submit(in);
+  ASSERT_TRUE(s2->next(30s).has_value());
+  s2->cancel("stop");
+  collect(*s2, &reason);
+  EXPECT_EQ(reason, "stop");
+  const std::string m = engine.metrics().render("tiny");
+  EXPECT_NE(m.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"stop\"} 1"), std::string::npos) << m;
 }
 
 TEST(Engine, PrefixCachingReusesBlocksAndKeepsTokens) {
