@@ -1,0 +1,5 @@
+#include "apps/commands.h"
+#include "core/error.h"
+namespace locr::app {
+int cmd_eval(int, char**) { fail(ErrorKind::kUnsupported, "not yet"); }
+}  // namespace locr::app
