@@ -147,6 +147,7 @@ HttpResponse HttpClient::post_stream(const std::string& path, const std::string&
   HttpResponse r;
   auto res = impl_->cli.send(req);
   fill_response(r, res);
+  if (r.status == 0) r.status = status;  // the receiver stopped the transfer after the headers
   r.body = error_body;
   return r;
 }
