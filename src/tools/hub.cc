@@ -331,8 +331,12 @@ std::string resolve_model(const std::string& spec) {
   HubOptions o = hub_options_from_env();
   o.revision = o.source == "modelscope" ? "master" : "main";
   if (std::string snap = find_snapshot(o.cache_dir, spec, o.revision); !snap.empty()) return snap;
-  LOCR_INFO("model ", spec, " is not in ", o.cache_dir, "; pulling it");
-  return pull_model(spec, o).snapshot_dir;
+  LOCR_INFO("model ", spec, " is not a local directory nor in ", o.cache_dir, "; pulling it");
+  try {
+    return pull_model(spec, o).snapshot_dir;
+  } catch (const Error& e) {
+    fail(e.kind(), "'", spec, "' is not a local directory, and pulling it from the hub failed: ", e.what());
+  }
 }
 
 std::string sha256_file(const std::string& path) {

@@ -44,7 +44,7 @@ TEST(Eval, Fp32AgainstTheScalarOraclePasses) {
 }
 
 TEST(Eval, Bf16AgainstFp32PassesTheSeedThresholds) {
-  for (const std::string model : {std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a", tiny_model_dir()}) {
+  for (const std::string& model : {std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a", tiny_model_dir()}) {
     int st = -1;
     const auto j = run_eval(model, "", &st);  // defaults: cpu-bf16 vs cpu-f32
     EXPECT_EQ(st, 0) << model;
