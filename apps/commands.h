@@ -6,5 +6,10 @@ namespace locr::app {
 int cmd_generate(int argc, char** argv);
 int cmd_dump(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_make_model(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_pull(int argc, char** argv);
 
 }  // namespace locr::app

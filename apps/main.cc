@@ -14,6 +14,11 @@ void usage() {
                "  generate   run the model on a prompt and/or images, print the generated text\n"
                "  serve      serve the model over an OpenAI-compatible HTTP API (like `vllm serve`)\n"
                "  dump       write input ids, hidden states, logits and greedy ids to safetensors\n"
+               "  make-model write a model directory with random weights (real shapes or tiny)\n"
+               "  eval       compare a backend's logits and hidden states with the FP32 reference\n"
+               "  chat       chat with a local model or an OpenAI-compatible server, streaming\n"
+               "  bench      benchmark a running server (latency, throughput, TTFT/TPOT/ITL)\n"
+               "  pull       download a model from the Hugging Face hub (or ModelScope) into the HF cache\n"
                "  version    print the version\n\n"
                "Run `locr <command> --help` for a command's options.\n");
 }
@@ -29,6 +34,11 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return locr::app::cmd_generate(argc - 1, argv + 1);
     if (cmd == "dump") return locr::app::cmd_dump(argc - 1, argv + 1);
     if (cmd == "serve") return locr::app::cmd_serve(argc - 1, argv + 1);
+    if (cmd == "make-model") return locr::app::cmd_make_model(argc - 1, argv + 1);
+    if (cmd == "eval") return locr::app::cmd_eval(argc - 1, argv + 1);
+    if (cmd == "chat") return locr::app::cmd_chat(argc - 1, argv + 1);
+    if (cmd == "bench") return locr::app::cmd_bench(argc - 1, argv + 1);
+    if (cmd == "pull") return locr::app::cmd_pull(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);
       return 0;

@@ -2,11 +2,12 @@
 
 #include "core/thread_pool.h"
 #include "io/image.h"
+#include "tools/hub.h"
 
 namespace locr::app {
 
 void add_model_options(Args& a) {
-  a.option("model", "Hugging Face model directory (config.json, model.safetensors, tokenizer.json, ...)", "DIR");
+  a.option("model", "Hugging Face model directory, or ORG/NAME from the HF cache (pulled when missing)", "DIR");
   a.option("threads", "worker threads (default: physical cores)", "N");
   a.option("dtype", "compute precision: bf16 (default; BF16 matmul inputs, FP32 accumulation) or f32", "TYPE");
   a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle)", "NAME");
@@ -37,7 +38,8 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   lo.backend = a.get("backend", dtype == "f32" ? "cpu-f32" : "cpu-bf16");
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
-  return model::LightOnOcr::load(a.get("model"), lo);
+  // ORG/NAME resolves to the Hugging Face cache snapshot (pulled when missing).
+  return model::LightOnOcr::load(tools::resolve_model(a.get("model")), lo);
 }
 
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {

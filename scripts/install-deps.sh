@@ -4,7 +4,7 @@ set -euo pipefail
 if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
 PKGS=(
   build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev zlib1g-dev
+  nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev libssl-dev zlib1g-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
   libpoppler-cpp-dev
   libgtest-dev libbenchmark-dev

@@ -1,0 +1,98 @@
+// `locr chat`: one chat turn, streamed to the terminal (the seeds' inference.py).
+//   --mode local: runs the model in-process (same options as `locr generate`).
+//   --mode api:   POSTs to an OpenAI-compatible /v1/chat/completions with `stream: true` (images as
+//                 data: URLs) and prints the deltas as the SSE events arrive.
+#include <chrono>
+#include <cstdio>
+
+#include "apps/commands.h"
+#include "apps/model_args.h"
+#include "core/log.h"
+#include "runtime/detokenizer.h"
+#include "tools/openai_client.h"
+
+namespace locr::app {
+
+namespace {
+
+void print_delta(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+int chat_local(const Args& a) {
+  auto m = load_model(a);
+  const model::Prompt prompt = build_cli_prompt(*m, a);
+  runtime::GenerateOptions go;
+  go.max_tokens = a.get_int("max-tokens", m->generation_config().max_new_tokens > 0 ? m->generation_config().max_new_tokens : 1024);
+  go.sampling = sampling_from_args(a, m->generation_config());
+  for (int id : m->generation_config().eos_token_ids) go.eos_ids.push_back(id);
+  runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
+  runtime::GenerateHooks hooks;
+  hooks.on_token = [&](int32_t id) {
+    print_delta(detok.push(id));
+    return true;
+  };
+  const auto r = runtime::generate(*m, prompt, go, hooks);
+  print_delta(detok.finish() + "\n");
+  LOCR_INFO("chat: ", prompt.ids.size(), " prompt tokens, ", r.tokens.size(), " generated, finish_reason=", r.finish_reason,
+            ", decode ", r.tokens.size() > 1 && r.decode_s > 0 ? (r.tokens.size() - 1) / r.decode_s : 0.0, " tok/s");
+  return 0;
+}
+
+int chat_api(const Args& a) {
+  const std::string url = a.get("url", "http://localhost:8000/v1/chat/completions");
+  const tools::HttpUrl u = tools::parse_url(url);
+  nlohmann::json body;
+  body["model"] = a.get("model-name", "lightonocr-2-1b");
+  nlohmann::json messages = nlohmann::json::array();
+  if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.get("system")}});
+  std::vector<std::string> images;
+  for (const auto& f : a.get_all("image")) images.push_back(tools::image_file_data_url(f));
+  if (images.empty() && !a.has("prompt")) fail(ErrorKind::kInvalidArgument, "give --prompt TEXT and/or --image FILE");
+  messages.push_back({{"role", "user"}, {"content", tools::user_content(images, a.get("prompt"))}});
+  body["messages"] = messages;
+  if (a.has("max-tokens")) body["max_tokens"] = a.get_int("max-tokens", 0);
+  if (a.has("temperature")) body["temperature"] = a.get_double("temperature", 0);
+  if (a.has("top-p")) body["top_p"] = a.get_double("top-p", 1);
+  if (a.has("top-k")) body["top_k"] = a.get_int("top-k", 0);
+  if (a.has("seed")) body["seed"] = std::stoll(a.get("seed"));
+  tools::Headers h;
+  if (a.has("api-key")) h.emplace_back("Authorization", "Bearer " + a.get("api-key"));
+  tools::HttpClient cli(u.origin(), a.get_double("timeout", 600));
+  const auto t0 = std::chrono::steady_clock::now();
+  double ttft = -1;
+  const auto r = tools::stream_completion(cli, u.path, body, h, /*chat=*/true, [&](const std::string& s) {
+    if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    print_delta(s);
+  });
+  print_delta("\n");
+  if (!r.ok()) fail(ErrorKind::kIo, url, ": ", r.error);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  LOCR_INFO("chat: finish_reason=", r.finish_reason.empty() ? "?" : r.finish_reason, ", prompt_tokens=", r.prompt_tokens,
+            ", completion_tokens=", r.completion_tokens, ", ttft ", ttft, " s, total ", total, " s");
+  return 0;
+}
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+  Args a("chat",
+         "One chat turn streamed to the terminal: --mode local runs the model in-process, --mode api sends it\n"
+         "to an OpenAI-compatible server (stream: true; images as data: URLs).");
+  a.option("mode", "local (default) or api", "MODE");
+  add_model_options(a);
+  add_prompt_options(a);
+  add_sampling_options(a);
+  a.option("url", "api mode: chat completions URL (default http://localhost:8000/v1/chat/completions)", "URL");
+  a.option("model-name", "api mode: model name sent in the request (default lightonocr-2-1b)", "NAME");
+  a.option("api-key", "api mode: bearer token", "KEY");
+  a.option("timeout", "api mode: read timeout in seconds (default 600)", "S");
+  if (!a.parse(argc, argv)) return 0;
+  const std::string mode = a.get("mode", "local");
+  if (mode == "local") return chat_local(a);
+  if (mode == "api") return chat_api(a);
+  fail(ErrorKind::kInvalidArgument, "--mode must be local or api, got '", mode, "'");
+}
+
+}  // namespace locr::app

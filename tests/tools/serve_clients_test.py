@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""`locr chat --mode api` and `locr bench` against a real `locr serve` on a fixture model.
+
+Usage: serve_clients_test.py LOCR_BIN MODEL_DIR IMAGE. The server binary is $LOCR_SERVE_BIN if set,
+else LOCR_BIN. Exits 77 (CTest: skipped) when that binary has no `serve` command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def main() -> int:
+    locr, model, image = sys.argv[1], sys.argv[2], sys.argv[3]
+    serve_bin = os.environ.get("LOCR_SERVE_BIN", locr)
+    if subprocess.run([serve_bin, "serve", "--help"], capture_output=True).returncode != 0:
+        print(f"SKIP: {serve_bin} has no `serve` command")
+        return 77
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    base = f"http://127.0.0.1:{port}"
+    srv = subprocess.Popen([serve_bin, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(port),
+                            "--served-model-name", "lightonocr-2-1b", "--threads", "1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/v1/models", timeout=1).read()
+                break
+            except OSError:
+                if srv.poll() is not None:
+                    print("server exited:", srv.stderr.read())
+                    return 1
+                time.sleep(0.1)
+        # chat --mode api: streamed text, system prompt, image as a data: URL.
+        p = subprocess.run([locr, "chat", "--mode", "api", "--url", base + "/v1/chat/completions", "--model-name",
+                            "lightonocr-2-1b", "--prompt", "Hello, how are you?", "--system", "Be brief.", "--image", image,
+                            "--max-tokens", "8", "--temperature", "0"], capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0 and p.stdout.strip() != "", f"chat --mode api streams text (rc={p.returncode}) {p.stderr[-300:]}")
+        check("completion_tokens=8" in p.stderr, "chat api reports usage (8 completion tokens)")
+        p = subprocess.run([locr, "chat", "--mode", "api", "--url", base + "/v1/chat/completions", "--model-name", "nope",
+                            "--prompt", "x"], capture_output=True, text=True, timeout=60)
+        check(p.returncode != 0 and "HTTP 4" in p.stderr, "chat api reports server errors")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "bench.json")
+            p = subprocess.run([locr, "bench", "--url", base + "/v1/completions", "--model", "lightonocr-2-1b", "--max-tokens", "8",
+                                "--input-len", "16", "--latency-iters", "2", "--throughput-requests", "4",
+                                "--throughput-concurrency", "2", "--ignore-eos", "--json", out, "--no-progress"],
+                               capture_output=True, text=True, timeout=300)
+            check(p.returncode == 0, f"bench (text) exits 0 {p.stderr[-300:]}")
+            check("Mean TTFT (ms):" in p.stdout and "P99 ITL (ms):" in p.stdout, "bench prints the vLLM fields")
+            j = json.load(open(out))
+            t = j["throughput"]
+            check(t["completed"] == 4 and t["failed"] == 0, "throughput phase: 4 completed")
+            check(t["total_output_tokens"] == 32, f"ignore_eos gives exactly 8 tokens per request ({t['total_output_tokens']})")
+            for k in ("duration", "total_input_tokens", "request_throughput", "output_throughput", "total_token_throughput",
+                      "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_e2el_ms"):
+                check(k in t, f"json field {k}")
+            check(j["latency"]["completed"] == 2, "latency phase: 2 completed")
+            p = subprocess.run([locr, "bench", "--url", base + "/v1/chat/completions", "--max-tokens", "4", "--latency-iters", "0",
+                                "--throughput-requests", "3", "--request-rate", "50", "--image-size", "280x392",
+                                "--json", out, "--no-progress"], capture_output=True, text=True, timeout=300)
+            check(p.returncode == 0, f"bench (OCR pages, Poisson) exits 0 {p.stderr[-300:]}")
+            j = json.load(open(out))
+            check(j["throughput"]["completed"] == 3 and j["throughput"]["pages_per_second"] > 0, "pages/s reported")
+            check(j["model_id"] == "lightonocr-2-1b", "model name from GET /v1/models")
+    finally:
+        srv.terminate()
+        try:
+            srv.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+    print("FAILED: %d checks" % len(failures) if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
