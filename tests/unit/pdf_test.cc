@@ -22,15 +22,6 @@ namespace {
 
 const std::string kDocs = std::string(LOCR_FIXTURES_DIR) + "/documents";
 
-// Mean of the RGB samples in a w x h box whose top-left corner is (x, y).
-double mean_in(const Image& img, int x, int y, int w, int h) {
-  double sum = 0;
-  for (int yy = y; yy < y + h; ++yy)
-    for (int xx = x; xx < x + w; ++xx)
-      for (int c = 0; c < 3; ++c) sum += img.rgb[(static_cast<size_t>(yy) * img.width + xx) * 3 + c];
-  return sum / (3.0 * w * h);
-}
-
 template <typename F>
 ErrorKind kind_of(F&& f, std::string* msg = nullptr) {
   try {
@@ -44,6 +35,15 @@ ErrorKind kind_of(F&& f, std::string* msg = nullptr) {
 }
 
 #ifdef LOCR_HAVE_POPPLER
+
+// Mean of the RGB samples in a w x h box whose top-left corner is (x, y).
+double mean_in(const Image& img, int x, int y, int w, int h) {
+  double sum = 0;
+  for (int yy = y; yy < y + h; ++yy)
+    for (int xx = x; xx < x + w; ++xx)
+      for (int c = 0; c < 3; ++c) sum += img.rgb[(static_cast<size_t>(yy) * img.width + xx) * 3 + c];
+  return sum / (3.0 * w * h);
+}
 
 TEST(Pdf, Supported) { EXPECT_TRUE(pdf_supported()); }
 
