@@ -1,4 +1,4 @@
-// Image decoding (PNG, JPEG, WebP, BMP, GIF first frame, TIFF first page) to 8-bit RGB, converting
+// Image decoding (PNG, JPEG, WebP, BMP, GIF first frame, TIFF first or any page) to 8-bit RGB, converting
 // modes as Pillow's Image.convert("RGB") does (grayscale, palette, alpha dropped without compositing,
 // CMYK, 16-bit). A pixel limit refuses decompression bombs before any large allocation.
 //
@@ -49,6 +49,14 @@ const char* image_format_name(ImageFormat format);  // "PNG", "JPEG", ...; "unkn
 // This file otherwise does not apply EXIF orientation (see DecodeOptions::apply_exif_orientation).
 Image decode_image(std::string_view bytes, const DecodeOptions& opts = {});
 Image load_image(const std::string& path, const DecodeOptions& opts = {});
+
+// Multi-page TIFF: each directory (IFD) of the main chain is a page, as Pillow's
+// ImageSequence.Iterator / n_frames see them (SubIFDs such as thumbnails are not pages).
+// tiff_page_count() reads only the directory chain; decode_tiff_page(bytes, 0, opts) decodes the
+// same image as decode_image(). Both throw kInvalidArgument for data that is not a valid TIFF, and
+// decode_tiff_page() for an index past the last page.
+int tiff_page_count(std::string_view bytes);
+Image decode_tiff_page(std::string_view bytes, int index, const DecodeOptions& opts = {});
 
 // What transformers' convert_to_rgb does to a PIL image with transparency: convert("RGBA"), then
 // Image.alpha_composite over opaque white, then RGB (Pillow's integer formula, exact). A no-op

@@ -227,13 +227,10 @@ void convert(const Plan& plan, const std::vector<T>& S, int spp, int bps, const 
   }
 }
 
-}  // namespace
-
-Image decode_tiff(std::string_view bytes, const DecodeOptions& opts) {
-  TiffSource src;
+// Opens the TIFF in `bytes` on the first directory (page); `src` must outlive `h`.
+void open_tiff(std::string_view bytes, TiffSource& src, TiffHandle& h) {
   src.data = reinterpret_cast<const uint8_t*>(bytes.data());
   src.size = bytes.size();
-  TiffHandle h;
   h.opts = TIFFOpenOptionsAlloc();
   if (!h.opts) fail(ErrorKind::kInternal, "libtiff: cannot allocate open options");
   TIFFOpenOptionsSetErrorHandlerExtR(h.opts, tiff_on_error, &src);
@@ -242,8 +239,10 @@ Image decode_tiff(std::string_view bytes, const DecodeOptions& opts) {
   h.tif = TIFFClientOpenExt("image.tiff", "rm", &src, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
                             tiff_map, tiff_unmap, h.opts);
   if (!h.tif) fail_tiff(src, "the header");
-  TIFF* tif = h.tif;
+}
 
+// Decodes the directory (page) libtiff is positioned on.
+Image decode_current(TIFF* tif, const TiffSource& src, const DecodeOptions& opts) {
   uint32_t w32 = 0, h32 = 0;
   if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w32) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h32))
     fail(ErrorKind::kInvalidArgument, "the TIFF has no image size tags; re-export the file");
@@ -385,4 +384,47 @@ Image decode_tiff(std::string_view bytes, const DecodeOptions& opts) {
   return img;
 }
 
+}  // namespace
+
+Image decode_tiff(std::string_view bytes, const DecodeOptions& opts) {
+  TiffSource src;
+  TiffHandle h;
+  open_tiff(bytes, src, h);
+  return decode_current(h.tif, src, opts);
+}
+
 }  // namespace locr::io::detail
+
+namespace locr::io {
+
+int tiff_page_count(std::string_view bytes) {
+  if (detect_image_format(bytes) != ImageFormat::kTiff)
+    fail(ErrorKind::kInvalidArgument, "the data is not a TIFF (no II*/MM* header)");
+  detail::TiffSource src;
+  detail::TiffHandle h;
+  detail::open_tiff(bytes, src, h);
+  // Walks the main IFD chain (as Pillow's seek does; SubIFDs are not pages). libtiff stops at a
+  // loop in the chain, so a crafted file cannot make this spin.
+  const tdir_t n = TIFFNumberOfDirectories(h.tif);
+  if (n == 0) detail::fail_tiff(src, "the directory chain");
+  return static_cast<int>(n);
+}
+
+Image decode_tiff_page(std::string_view bytes, int index, const DecodeOptions& opts) {
+  if (detect_image_format(bytes) != ImageFormat::kTiff)
+    fail(ErrorKind::kInvalidArgument, "the data is not a TIFF (no II*/MM* header)");
+  detail::TiffSource src;
+  detail::TiffHandle h;
+  detail::open_tiff(bytes, src, h);
+  if (index < 0) fail(ErrorKind::kInvalidArgument, "TIFF page index ", index, " is negative");
+  if (index > 0 && !TIFFSetDirectory(h.tif, static_cast<tdir_t>(index))) {
+    const tdir_t n = TIFFNumberOfDirectories(h.tif);
+    if (static_cast<int64_t>(index) >= static_cast<int64_t>(n))
+      fail(ErrorKind::kInvalidArgument, "page ", static_cast<int64_t>(index) + 1,
+           " is out of range: the TIFF has ", n, n == 1 ? " page" : " pages");
+    detail::fail_tiff(src, "a page directory");
+  }
+  return detail::decode_current(h.tif, src, opts);
+}
+
+}  // namespace locr::io

@@ -1,0 +1,61 @@
+// A document is a sequence of pages, whatever the file: a PDF (each page rendered, by default at
+// 1540 px on its longest edge; see pdf.h), a multi-page TIFF (each directory of the main chain is a
+// page, as Pillow's ImageSequence), or any other single image (one page). The format is detected
+// from the bytes, never from a file name. Pages come out as io::Image exactly as the underlying
+// decoder gives them (images are not resized; alpha is kept for the processor to flatten).
+//
+// This is what the batch command and the OCR endpoint iterate over; it does not choose pages
+// (page_range.h) and does not run the model. Thread safety: render_page() may be called from
+// several threads; PDF pages are rendered one at a time per document (Poppler needs that), image
+// and TIFF pages are decoded independently from the immutable bytes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "io/image.h"
+#include "io/pdf.h"
+
+namespace locr::io {
+
+enum class DocumentKind { kPdf, kTiff, kImage };
+
+struct DocumentOptions {
+  // Pixel limit and EXIF handling for image and TIFF pages.
+  DecodeOptions decode;
+  // Password, dpi / longest edge and page limit for PDFs. pdf.max_pixels is replaced by
+  // decode.max_pixels so one limit covers every kind of page.
+  PdfOptions pdf;
+};
+
+class Document {
+ public:
+  Document(Document&&) noexcept;
+  Document& operator=(Document&&) noexcept;
+  ~Document();
+
+  DocumentKind kind() const;
+  // "PDF", "TIFF", "PNG", "JPEG", ... (the detected format).
+  std::string format_name() const;
+  int page_count() const;
+  // `index` is 0-based. Throws kInvalidArgument for an index out of range (message names the
+  // 1-based page and the page count), plus whatever decoding / rendering throws for that page.
+  Image render_page(int index) const;
+
+ private:
+  friend Document open_document(std::string bytes, const DocumentOptions& opts);
+  struct Impl;
+  explicit Document(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Detects PDF ("%PDF-" in the first 1024 bytes), TIFF or another image format and opens the
+// document, reading only what is needed to count pages (a single image is decoded lazily, on
+// render_page). Throws kInvalidArgument for unknown or damaged data, kLimit for too many pages
+// (opts.pdf.max_pages applies to TIFFs too), kUnsupported for a PDF when built without Poppler.
+Document open_document(std::string bytes, const DocumentOptions& opts = {});
+// Reads the file and calls open_document(); kNotFound / kIo name the path.
+Document load_document(const std::string& path, const DocumentOptions& opts = {});
+
+}  // namespace locr::io
