@@ -139,14 +139,15 @@ void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_r
   s.times.finished_s = secs(s.t_submit, now);
   s.times.generated_tokens = s.n_generated();
   s.stream->set_times(s.times);
+  // Metrics first: a client that reads /metrics right after its final event must see itself.
+  metrics_.count_finished(reason);
+  metrics_.e2e.observe(s.times.finished_s);
+  metrics_.gen_len.observe(static_cast<double>(s.n_generated()));
   TokenEvent e;
   e.finished = true;
   e.finish_reason = reason;
   e.stop_reason = stop_reason;
   s.stream->push(std::move(e));
-  metrics_.count_finished(reason);
-  metrics_.e2e.observe(s.times.finished_s);
-  metrics_.gen_len.observe(static_cast<double>(s.n_generated()));
 }
 
 bool Engine::ensure_blocks(Seq& s, int64_t n_tokens) {
