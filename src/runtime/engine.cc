@@ -346,7 +346,10 @@ bool Engine::step() {
   // 2. Admit waiting requests (FCFS) while there is room.
   while (!waiting_.empty() && static_cast<int>(running_.size()) < opts_.max_num_seqs) {
     Seq& s = *waiting_.front();
-    if (static_cast<int64_t>(s.tokens.size()) > opts_.max_model_len) {  // validated upstream; guard anyway
+    if (static_cast<int64_t>(s.tokens.size()) > opts_.max_model_len ||
+        blocks_.blocks_for(static_cast<int64_t>(s.tokens.size()) + 1) > blocks_.n_blocks()) {
+      // Validated upstream; guard anyway: a sequence the whole KV cache cannot hold would be
+      // preempted and readmitted forever.
       finish(s, "length");
       waiting_.pop_front();
       continue;
