@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from conftest import IMAGES, NAME, Server
+from conftest import FIXTURES, IMAGES, NAME, Server
 
 PNG = (IMAGES / "page_small.png").read_bytes()
 
@@ -183,6 +183,25 @@ def test_errors(server):
     assert "document" in msg
     # The server is fine afterwards.
     assert server.post("/v1/ocr", {"document": b64(PNG), **greedy()}).status_code == 200
+
+
+def test_encrypted_pdf(server):
+    if not pdf_supported(server):
+        pytest.skip("built without Poppler")
+    doc = b64((FIXTURES / "documents" / "encrypted_rc4.pdf").read_bytes())
+    msg = error_of(server.post("/v1/ocr", {"document": doc, **greedy()}), 400, "document")
+    assert "encrypted and needs a password" in msg
+    msg = error_of(server.post("/v1/ocr", {"document": doc, "password": "nope", **greedy()}), 400, "document")
+    assert "password" in msg
+    r = server.post("/v1/ocr", {"document": doc, "password": "secret", "dpi": 36, **greedy()})
+    assert r.status_code == 200, r.text
+    assert r.json()["page_count"] == 1
+    check_page(r.json()["pages"][0], 1)
+
+
+def test_prompt_too_long_for_context(server):
+    # max-model-len is 1024 in the test server: 4 + 1100 tokens cannot fit.
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "max_tokens": 1100}), 400, "max_tokens")
 
 
 @pytest.fixture(scope="module")

@@ -110,27 +110,40 @@ def main() -> int:
         check(p.returncode == 0 and m["pages_skipped"] == n_pages and m["pages_done"] == 0, "rerun skips every page")
         check(texts(out1) == ref, "rerun leaves the page files as they were")
 
-        # 2. Kill after the first page file appears, then resume.
+        # 2. Kill after the first page file appears, then resume. Twenty copies of one image (and the
+        # PDF) on the slow scalar backend, one page at a time, so the kill lands mid-run.
+        many = work / "many"
+        many.mkdir()
+        for i in range(20):
+            shutil.copy(images / "page_small.png", many / f"p{i:02d}.png")
+        if have_pdf:
+            shutil.copy(inputs / "doc.pdf", many / "doc.pdf")
+        expected2 = sorted([f"p{i:02d}/page-0001.md" for i in range(20)] +
+                           (["doc/page-0001.md", "doc/page-0002.md"] if have_pdf else []))
+        slow = ["--model", model, "--threads", "1", "--backend", "ref", "--concurrency", "1", *common]
         out2 = work / "out2"
-        proc = subprocess.Popen([locr, "ocr", str(inputs), "-o", str(out2), "--model", model, "--threads", "1",
-                                 "--concurrency", "1", *common], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([locr, "ocr", str(many), "-o", str(out2), *slow],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 300
         while time.time() < deadline and not page_files(out2) and proc.poll() is None:
-            time.sleep(0.01)
+            time.sleep(0.002)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         first = page_files(out2)
-        print(f"note: killed with {len(first)} of {n_pages} page file(s) written")
-        check(1 <= len(first), "the first run wrote a page before it was killed")
-        p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out2), "--model", model, "--threads", "1", *common],
-                           capture_output=True, text=True, timeout=600)
+        print(f"note: killed with {len(first)} of {len(expected2)} page file(s) written")
+        check(1 <= len(first) < len(expected2), "the first run was killed after writing some but not all pages")
+        check(not (out2 / "manifest.json").exists(), "no manifest from the killed run")
+        p = subprocess.run([locr, "ocr", str(many), "-o", str(out2), *slow], capture_output=True, text=True, timeout=600)
         check(p.returncode == 0, f"resumed run succeeds (rc={p.returncode}) {p.stderr[-500:]}")
-        check(page_files(out2) == expected, f"every page exactly once after resuming: {page_files(out2)}")
+        check(page_files(out2) == expected2, f"every page exactly once after resuming: {page_files(out2)}")
         check(not list(out2.glob("**/*.tmp")), "no temporary files left")
         m = json.loads((out2 / "manifest.json").read_text())
-        check(m["pages_skipped"] >= len(first) and m["pages_skipped"] + m["pages_done"] == n_pages,
+        check(m["pages_skipped"] >= len(first) and m["pages_skipped"] + m["pages_done"] == len(expected2),
               f"resume skipped {m['pages_skipped']}, did {m['pages_done']}")
-        check(texts(out2) == ref, "resumed output equals the uninterrupted run")
+        t2 = texts(out2)
+        check(len({t2[f"p{i:02d}/page-0001.md"] for i in range(20)}) == 1,
+              "pages written before and after the kill are identical (same image, greedy)")
+        check(all((out2 / f"p{i:02d}.md").is_file() for i in range(20)), "every document file written")
 
         # 3. --server against locr serve.
         s = socket.socket()
@@ -168,6 +181,18 @@ def main() -> int:
             check(p.returncode == 1 and m["pages_failed"] == 1 and len(m["failures"]) == 1, "failed pages reported")
             check(m["documents"][0]["pages"][0]["attempts"] == 2, "failed page retried --retries times")
             check(not page_files(out4), "no page file for a failed page")
+            # A document that cannot be opened: reported, the others still done, exit code 1.
+            bad = work / "bad"
+            bad.mkdir()
+            (bad / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really")
+            shutil.copy(images / "page_small.png", bad / "ok.png")
+            out5 = work / "out5"
+            p = subprocess.run([locr, "ocr", str(bad), "-o", str(out5), "--server", base, "--max-tokens", "2"],
+                               capture_output=True, text=True, timeout=120)
+            m = json.loads((out5 / "manifest.json").read_text())
+            check(p.returncode == 1 and m["documents_failed"] == 1 and m["pages_done"] == 1,
+                  f"unreadable document reported (rc={p.returncode}, {m['documents_failed']}, {m['pages_done']})")
+            check((out5 / "ok" / "page-0001.md").is_file(), "the readable document is still done")
         finally:
             srv.send_signal(signal.SIGTERM)
             try:
