@@ -31,7 +31,9 @@
 #include "runtime/detokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/postprocess.h"
+#include "server/memory_plan.h"
 #include "tools/http_client.h"
+#include "tools/hub.h"
 #include "tools/progress.h"
 #include "tools/synth_image.h"
 
@@ -61,14 +63,23 @@ class LocalBackend : public Backend {
  public:
   LocalBackend(const Args& a) {
     model_ = load_model(a);
+    dir_ = tools::resolve_model(a.get("model"));
     runtime::EngineOptions eo;
-    eo.max_model_len = std::min(eo.max_model_len, model_->config().text.max_position_embeddings);
+    const int model_max = model_->config().text.max_position_embeddings;
+    eo.max_model_len = a.get_int("max-model-len", model_max);
+    if (eo.max_model_len < 2 || eo.max_model_len > model_max)
+      fail(ErrorKind::kInvalidArgument, "--max-model-len must be in [2, ", model_max, "]");
     eo.max_num_seqs = std::max(1, a.get_int("concurrency", 4));
+    // The KV pool as `locr serve` sizes it (0.9 of RAM minus weights and activations, capped at
+    // what the sequences can use), or --kv-cache-memory.
+    const int64_t kv = a.has("kv-cache-memory") ? server::parse_size(a.get("kv-cache-memory"), "--kv-cache-memory") : -1;
+    const server::MemoryPlan plan = server::plan_memory(model_->config(), eo, dir_, 0.9, kv);
+    eo.kv_cache_bytes = plan.kv_bytes;
+    LOCR_INFO("ocr: ", plan.explain());
     engine_ = std::make_unique<runtime::Engine>(*model_, eo);
     sampling_ = sampling_from_args(a, model_->generation_config());
     max_tokens_ = a.get_int("max-tokens", 0);
     for (int id : model_->generation_config().eos_token_ids) eos_.push_back(id);
-    dir_ = a.get("model");
   }
   ~LocalBackend() override { engine_->shutdown(false); }
 
@@ -289,6 +300,9 @@ int cmd_ocr(int argc, char** argv) {
   a.option("output", "output directory (default ocr-out); also -o", "OUTDIR");
   a.option("pages", "page selection for every document, e.g. 1,3-5,10- (default all)", "RANGE");
   add_model_options(a);
+  a.option("max-model-len", "--model: prompt + output tokens per page (default: the model's maximum)", "N");
+  a.option("kv-cache-memory", "--model: KV cache size, e.g. 4GiB (default: as locr serve, 0.9 of RAM minus the weights)",
+           "BYTES");
   a.option("server", "OpenAI-compatible server (locr serve, vLLM), e.g. http://localhost:8000", "URL");
   a.option("model-name", "--server: model name to request (default: the server's first model)", "NAME");
   a.option("api-key", "--server: bearer token", "KEY");
