@@ -360,9 +360,9 @@ int cmd_ocr(int argc, char** argv) {
   dopts.pdf.password = a.get("password");
 
   const std::string outdir = a.get("output", "ocr-out");
-  fs::create_directories(outdir);
   const std::vector<std::string> inputs = expand_inputs(input_args);
   if (inputs.empty()) fail(ErrorKind::kInvalidArgument, "no documents found in the inputs");
+  fs::create_directories(outdir);
 
   // Open every document and list its pages; pages with a file already are done (resume).
   std::vector<DocJob> docs(inputs.size());
