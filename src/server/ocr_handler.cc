@@ -76,6 +76,14 @@ OcrRequest read_request(const httplib::Request& req) {
         bad_request("'document' is a data: URL but not a base64 one (expected data:<type>;base64,<data>)", "document");
       b64 = b64.substr(comma + 1);
     }
+    // Tolerate line-wrapped base64 (what `base64 FILE` prints).
+    std::string compact;
+    if (b64.find_first_of(" \t\r\n") != std::string_view::npos) {
+      compact.reserve(b64.size());
+      for (char c : b64)
+        if (c != ' ' && c != '\t' && c != '\r' && c != '\n') compact += c;
+      b64 = compact;
+    }
     auto decoded = base64_decode(b64);
     if (!decoded) bad_request("'document' is not valid base64", "document");
     r.bytes = std::move(*decoded);

@@ -125,6 +125,13 @@ def test_multipart_upload(server):
     assert r.status_code == 400 and r.json()["error"]["param"] == "file"
 
 
+def test_line_wrapped_base64(server):
+    wrapped = "\n".join(b64(PNG)[i:i + 76] for i in range(0, len(b64(PNG)), 76)) + "\n"
+    a = server.post("/v1/ocr", {"document": wrapped, **greedy()}).json()
+    b = server.post("/v1/ocr", {"document": b64(PNG), **greedy()}).json()
+    assert a["pages"][0]["text"] == b["pages"][0]["text"]
+
+
 def test_output_json_has_raw(server):
     j = server.post("/v1/ocr", {"document": b64(PNG), **greedy(), "output": "json"}).json()
     assert "raw" in j["pages"][0]
