@@ -135,6 +135,7 @@ void declare(Args& a) {
   a.flag("enable-log-requests", "access log line per request (default)");
   a.flag("disable-uvicorn-access-log", "no access log line per request");
   a.option("http-threads", "most HTTP worker threads, started on demand (default 1024)", "N");
+  a.option("max-document-pages", "most pages one /v1/ocr request may select (default 200)", "N");
   a.option("max-body-bytes", "largest request body (default 64MiB)", "BYTES");
   a.option("max-image-pixels", "largest decoded image in pixels (default 178956970, as Pillow)", "N");
   a.option("read-timeout", "seconds to wait for a client's request bytes (default 60)", "S");
@@ -225,6 +226,8 @@ int cmd_serve(int argc, char** argv) {
   so.http_threads = a.get_int("http-threads", so.http_threads);
   if (a.has("max-body-bytes")) so.max_body_bytes = server::parse_size(a.get("max-body-bytes"), "--max-body-bytes");
   if (a.has("max-image-pixels")) so.max_image_pixels = server::parse_size(a.get("max-image-pixels"), "--max-image-pixels");
+  so.max_document_pages = a.get_int("max-document-pages", so.max_document_pages);
+  if (so.max_document_pages < 1) fail(ErrorKind::kInvalidArgument, "--max-document-pages must be >= 1");
   so.read_timeout_s = a.get_int("read-timeout", so.read_timeout_s);
   so.write_timeout_s = a.get_int("write-timeout", so.write_timeout_s);
   so.keep_alive_timeout_s = a.get_int("keep-alive-timeout", so.keep_alive_timeout_s);

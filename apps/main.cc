@@ -18,6 +18,7 @@ void usage() {
                "  eval       compare a backend's logits and hidden states with the FP32 reference\n"
                "  chat       chat with a local model or an OpenAI-compatible server, streaming\n"
                "  bench      benchmark a running server (latency, throughput, TTFT/TPOT/ITL)\n"
+               "  ocr        OCR documents (PDFs, images; files, globs, folders) into Markdown files\n"
                "  pull       download a model from the Hugging Face hub (or ModelScope) into the HF cache\n"
                "  version    print the version\n\n"
                "Run `locr <command> --help` for a command's options.\n");
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return locr::app::cmd_eval(argc - 1, argv + 1);
     if (cmd == "chat") return locr::app::cmd_chat(argc - 1, argv + 1);
     if (cmd == "bench") return locr::app::cmd_bench(argc - 1, argv + 1);
+    if (cmd == "ocr") return locr::app::cmd_ocr(argc - 1, argv + 1);
     if (cmd == "pull") return locr::app::cmd_pull(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);

@@ -14,6 +14,8 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /v1/ocr (ocr_handler.cc): a document in, per-page OCR results out.
+void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 // Checks the image count against --limit-mm-per-prompt, fetches and decodes the images and
 // renders + tokenises the chat (400 on any failure).

@@ -82,7 +82,7 @@ bool valid_request_id(const std::string& id) {
   return true;
 }
 
-const char* const kKnownPaths[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize",
+const char* const kKnownPaths[] = {"/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/tokenize",
                                    "/detokenize", "/health", "/ping", "/version", "/metrics"};
 
 // Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
@@ -229,6 +229,7 @@ void HttpServer::install_routes() {
 
   s.Post("/v1/chat/completions", api(handle_chat, true));
   s.Post("/v1/completions", api(handle_completions, true));
+  s.Post("/v1/ocr", api(handle_ocr, true));
   s.Post("/tokenize", api(handle_tokenize, true));
   s.Post("/detokenize", api(handle_detokenize, false));
   s.Get("/v1/models", api(handle_models, false));

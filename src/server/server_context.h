@@ -33,6 +33,7 @@ struct ServerOptions {
   int64_t max_image_pixels = 178956970;
   int64_t max_image_bytes = 32LL << 20;
   int media_fetch_timeout_s = 10;
+  int max_document_pages = 200;                 // pages per /v1/ocr request (--max-document-pages)
   // Generation defaults.
   bool use_generation_config = true;            // --generation-config auto|vllm
   uint64_t seed = 0;                            // seeds the generator of per-request seeds

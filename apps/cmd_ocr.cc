@@ -1,0 +1,539 @@
+// `locr ocr INPUT...`: batch OCR of documents (PDFs, multi-page TIFFs, images) into Markdown files.
+//
+//   --model DIR   runs an Engine in this process (no HTTP); pages of every document are submitted
+//                 by --concurrency worker threads and batch together in the engine.
+//   --server URL  sends each page as a PNG data: URL to an OpenAI-compatible
+//                 /v1/chat/completions (a `locr serve`, or vLLM serving LightOnOCR).
+//
+// Output: OUTDIR/<name>/page-0001.<ext> per page (written to a temp name, then renamed),
+// OUTDIR/<name>.<ext> per complete document and OUTDIR/manifest.json. A rerun skips pages whose
+// page file exists, so an interrupted run resumes. Exit code 0 only if every page succeeded.
+#include <glob.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/commands.h"
+#include "apps/model_args.h"
+#include "core/log.h"
+#include "io/document.h"
+#include "io/file.h"
+#include "io/page_range.h"
+#include "runtime/detokenizer.h"
+#include "runtime/engine.h"
+#include "runtime/postprocess.h"
+#include "server/memory_plan.h"
+#include "tools/http_client.h"
+#include "tools/hub.h"
+#include "tools/progress.h"
+#include "tools/synth_image.h"
+
+namespace locr::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct PageOut {
+  std::string text;  // the model's raw output
+  std::string finish_reason;
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+// Runs one page image through the model, in-process or over HTTP. Thread-safe.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual PageOut run(const io::Image& page) = 0;
+  virtual std::string describe() const = 0;
+};
+
+class LocalBackend : public Backend {
+ public:
+  LocalBackend(const Args& a) {
+    model_ = load_model(a);
+    dir_ = tools::resolve_model(a.get("model"));
+    runtime::EngineOptions eo;
+    const int model_max = model_->config().text.max_position_embeddings;
+    eo.max_model_len = a.get_int("max-model-len", model_max);
+    if (eo.max_model_len < 2 || eo.max_model_len > model_max)
+      fail(ErrorKind::kInvalidArgument, "--max-model-len must be in [2, ", model_max, "]");
+    eo.max_num_seqs = std::max(1, a.get_int("concurrency", 4));
+    // The KV pool as `locr serve` sizes it (0.9 of RAM minus weights and activations, capped at
+    // what the sequences can use), or --kv-cache-memory.
+    const int64_t kv = a.has("kv-cache-memory") ? server::parse_size(a.get("kv-cache-memory"), "--kv-cache-memory") : -1;
+    const server::MemoryPlan plan = server::plan_memory(model_->config(), eo, dir_, 0.9, kv);
+    eo.kv_cache_bytes = plan.kv_bytes;
+    LOCR_INFO("ocr: ", plan.explain());
+    engine_ = std::make_unique<runtime::Engine>(*model_, eo);
+    sampling_ = sampling_from_args(a, model_->generation_config());
+    max_tokens_ = a.get_int("max-tokens", 0);
+    for (int id : model_->generation_config().eos_token_ids) eos_.push_back(id);
+  }
+  ~LocalBackend() override { engine_->shutdown(false); }
+
+  PageOut run(const io::Image& page) override {
+    static const json messages = model::LightOnOcr::make_messages(nullptr, nullptr, 1);
+    model::Prompt prompt = model_->build_prompt(messages, {page});
+    const int64_t max_len = engine_->options().max_model_len;
+    const int64_t len = static_cast<int64_t>(prompt.ids.size());
+    if (len >= max_len) fail(ErrorKind::kLimit, "the page needs ", len, " prompt tokens, more than the context (", max_len, ")");
+    int64_t max_tokens = max_len - len;
+    const int gen_max = model_->generation_config().max_new_tokens;
+    if (max_tokens_ > 0) max_tokens = std::min<int64_t>(max_tokens, max_tokens_);
+    else if (gen_max > 0) max_tokens = std::min<int64_t>(max_tokens, gen_max);
+    runtime::RequestInput in;
+    in.request_id = "ocr-" + std::to_string(next_id_.fetch_add(1));
+    in.prompt_ids = std::move(prompt.ids);
+    in.images = std::move(prompt.images);
+    in.sampling = sampling_;
+    if (!in.sampling.has_seed) {
+      in.sampling.seed = next_id_.load() * 7919;
+      in.sampling.has_seed = true;
+    }
+    in.max_tokens = static_cast<int>(max_tokens);
+    in.eos_ids = eos_;
+    in.repetition_penalty = model_->generation_config().repetition_penalty;
+    PageOut out;
+    out.prompt_tokens = len;
+    auto stream = engine_->submit(std::move(in));
+    runtime::Detokenizer detok(model_->tokenizer(), /*skip_special=*/true);
+    const int32_t vocab = model_->tokenizer().vocab_size();
+    for (;;) {
+      auto e = stream->next(std::chrono::milliseconds(1000));
+      if (!e) continue;
+      if (e->token >= 0) {
+        ++out.completion_tokens;
+        const bool eos = std::find(eos_.begin(), eos_.end(), e->token) != eos_.end();
+        if (!eos && e->token < vocab) out.text += detok.push(e->token);
+      }
+      if (e->finished) {
+        out.text += detok.finish();
+        if (e->finish_reason == "error" || e->finish_reason == "abort")
+          fail(ErrorKind::kIo, "the engine ended the page with '", e->finish_reason, "'", e->error.empty() ? "" : ": ", e->error);
+        out.finish_reason = e->finish_reason.empty() ? "stop" : e->finish_reason;
+        return out;
+      }
+    }
+  }
+  std::string describe() const override { return "model:" + dir_; }
+
+ private:
+  std::unique_ptr<model::LightOnOcr> model_;
+  std::unique_ptr<runtime::Engine> engine_;
+  runtime::SamplingParams sampling_;
+  int max_tokens_ = 0;
+  std::vector<int32_t> eos_;
+  std::string dir_;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+class RemoteBackend : public Backend {
+ public:
+  RemoteBackend(const Args& a) : url_(a.get("server")) {
+    const tools::HttpUrl u = tools::parse_url(url_);
+    origin_ = u.origin();
+    std::string path = u.path;
+    const size_t q = path.find('?');
+    if (q != std::string::npos) path.resize(q);
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    if (path.size() >= 17 && path.compare(path.size() - 17, 17, "/chat/completions") == 0) {
+      path_ = path;
+    } else {
+      if (path.size() < 3 || path.compare(path.size() - 3, 3, "/v1") != 0) path += "/v1";
+      path_ = path + "/chat/completions";
+    }
+    if (a.has("api-key")) headers_.emplace_back("Authorization", "Bearer " + a.get("api-key"));
+    timeout_ = a.get_double("timeout", 600);
+    model_name_ = a.get("model-name");
+    if (model_name_.empty()) {
+      // The server's first model (vLLM needs the exact served name).
+      tools::HttpClient cli(origin_, 30);
+      const auto r = cli.get(path_.substr(0, path_.size() - 17) + "/models", headers_);
+      try {
+        if (r.ok()) model_name_ = json::parse(r.body).at("data").at(0).at("id").get<std::string>();
+      } catch (const std::exception&) {
+      }
+      if (model_name_.empty()) model_name_ = "lightonocr-2-1b";
+    }
+    if (a.has("max-tokens")) sampling_["max_tokens"] = a.get_int("max-tokens", 0);
+    if (a.has("temperature")) sampling_["temperature"] = a.get_double("temperature", 0);
+    if (a.has("top-p")) sampling_["top_p"] = a.get_double("top-p", 1);
+    if (a.has("top-k")) sampling_["top_k"] = a.get_int("top-k", 0);
+    if (a.has("seed")) sampling_["seed"] = std::stoll(a.get("seed"));
+  }
+
+  PageOut run(const io::Image& page) override {
+    io::Image img = page;
+    if (img.has_alpha()) io::flatten_alpha_on_white(img);
+    img.alpha.clear();
+    json body = sampling_;
+    body["model"] = model_name_;
+    body["messages"] = json::array({{{"role", "user"},
+                                     {"content", json::array({{{"type", "image_url"},
+                                                               {"image_url", {{"url", tools::png_data_url(tools::encode_png(img))}}}}})}}});
+    tools::HttpClient cli(origin_, timeout_);
+    const auto r = cli.post(path_, body.dump(), "application/json", headers_);
+    if (!r.ok()) {
+      std::string msg = r.status == 0 ? r.error : "HTTP " + std::to_string(r.status);
+      if (r.status != 0) msg += ": " + r.body.substr(0, 500);
+      fail(ErrorKind::kIo, origin_, path_, ": ", msg);
+    }
+    PageOut out;
+    try {
+      const json j = json::parse(r.body);
+      const json& c = j.at("choices").at(0);
+      const json& content = c.at("message").at("content");
+      out.text = content.is_string() ? content.get<std::string>() : "";
+      out.finish_reason = c.value("finish_reason", json("stop")).is_string() ? c.value("finish_reason", "stop") : "stop";
+      if (j.contains("usage") && j["usage"].is_object()) {
+        out.prompt_tokens = j["usage"].value("prompt_tokens", 0);
+        out.completion_tokens = j["usage"].value("completion_tokens", 0);
+      }
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kIo, "unexpected response from ", origin_, path_, ": ", e.what());
+    }
+    return out;
+  }
+  std::string describe() const override { return "server:" + url_; }
+
+ private:
+  std::string url_, origin_, path_, model_name_;
+  tools::Headers headers_;
+  double timeout_ = 600;
+  json sampling_ = json::object();
+};
+
+bool is_document_file(const fs::path& p) {
+  std::string ext = p.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* e : {".pdf", ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
+    if (ext == e) return true;
+  return false;
+}
+
+// Files, globs and directories (their document files, not recursive), in order, without repeats.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  auto add = [&](const std::string& f) {
+    if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+  };
+  for (const auto& in : inputs) {
+    if (fs::is_directory(in)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::directory_iterator(in))
+        if (e.is_regular_file() && is_document_file(e.path())) found.push_back(e.path().string());
+      std::sort(found.begin(), found.end());
+      for (const auto& f : found) add(f);
+    } else if (fs::exists(in)) {
+      add(in);
+    } else if (in.find_first_of("*?[") != std::string::npos) {
+      glob_t g{};
+      if (::glob(in.c_str(), 0, nullptr, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; ++i)
+          if (fs::is_regular_file(g.gl_pathv[i])) add(g.gl_pathv[i]);
+      ::globfree(&g);
+    } else {
+      fail(ErrorKind::kNotFound, "input '", in, "' does not exist");
+    }
+  }
+  return files;
+}
+
+struct PageJob {
+  int page = 0;
+  std::string file;  // OUTDIR-relative
+  std::string status = "pending";  // ok, skipped (existed), failed
+  int attempts = 0;
+  double seconds = 0;
+  PageOut out;
+  std::string error;
+};
+
+struct DocJob {
+  std::string source, name, format;
+  int page_count = 0;
+  std::unique_ptr<io::Document> doc;
+  std::vector<PageJob> pages;
+  std::string error;  // could not open / select pages
+  std::string output;  // OUTDIR-relative document file, when complete
+};
+
+std::string page_file_text(const PageJob& p, const std::string& format, const runtime::PostprocessOptions& post) {
+  std::string text = runtime::postprocess(p.out.text, post);
+  if (format != "json") {
+    if (text.empty() || text.back() != '\n') text += '\n';
+    return text;
+  }
+  json j = {{"page", p.page},
+            {"text", text},
+            {"finish_reason", p.out.finish_reason},
+            {"prompt_tokens", p.out.prompt_tokens},
+            {"completion_tokens", p.out.completion_tokens},
+            {"seconds", p.seconds}};
+  return j.dump(2) + "\n";
+}
+
+std::string trim_end(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int cmd_ocr(int argc, char** argv) {
+  Args a("ocr INPUT...",
+         "OCR documents (PDFs, multi-page TIFFs, images; files, globs or directories) into Markdown:\n"
+         "OUTDIR/<name>/page-0001.md per page, OUTDIR/<name>.md per document, OUTDIR/manifest.json.\n"
+         "A rerun skips pages whose file exists (resume). Exit code 0 only if every page succeeded.");
+  a.option("output", "output directory (default ocr-out); also -o", "OUTDIR");
+  a.option("pages", "page selection for every document, e.g. 1,3-5,10- (default all)", "RANGE");
+  add_model_options(a);
+  a.option("max-model-len", "--model: prompt + output tokens per page (default: the model's maximum)", "N");
+  a.option("kv-cache-memory", "--model: KV cache size, e.g. 4GiB (default: as locr serve, 0.9 of RAM minus the weights)",
+           "BYTES");
+  a.option("server", "OpenAI-compatible server (locr serve, vLLM), e.g. http://localhost:8000", "URL");
+  a.option("model-name", "--server: model name to request (default: the server's first model)", "NAME");
+  a.option("api-key", "--server: bearer token", "KEY");
+  a.option("timeout", "--server: per-page request timeout in seconds (default 600)", "S");
+  a.option("concurrency", "pages in flight at once (default 4)", "N");
+  a.option("max-tokens", "most tokens generated per page", "N");
+  add_sampling_options(a);
+  a.option("format", "md (default), txt (plain text) or json (per-page JSON)", "FMT");
+  a.option("retries", "retries of a failed page (default 2)", "N");
+  a.option("dpi", "PDF rendering resolution (default: 1540 px on the longest edge)", "DPI");
+  a.option("password", "PDF password", "PW");
+  a.flag("fix-dollars", "repair escaped inline-math dollars (default on; --no-fix-dollars)");
+  a.flag("tables-to-markdown", "convert representable HTML tables to pipe tables");
+  a.flag("progress", "progress bar on stderr (default: when stderr is a terminal)");
+  // INPUT... anywhere among the options (Args takes one value per positional), and -o OUTDIR as
+  // the short form of --output.
+  static const char* const kFlags[] = {"fix-dollars", "no-fix-dollars", "tables-to-markdown", "no-tables-to-markdown",
+                                       "progress", "no-progress", "help"};
+  std::vector<std::string> storage{argv[0]}, input_args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "-o") {
+      storage.push_back("--output");
+      if (i + 1 < argc) storage.push_back(argv[++i]);
+    } else if (s.rfind("--", 0) == 0 && s.size() > 2) {
+      storage.push_back(s);
+      const std::string name = s.substr(2);
+      const bool flag = std::find(std::begin(kFlags), std::end(kFlags), name) != std::end(kFlags);
+      if (!flag && name.find('=') == std::string::npos && i + 1 < argc) storage.push_back(argv[++i]);
+    } else if (s == "-h") {
+      storage.push_back(s);
+    } else {
+      input_args.push_back(s);
+    }
+  }
+  std::vector<char*> av;
+  for (auto& s : storage) av.push_back(s.data());
+  if (!a.parse(static_cast<int>(av.size()), av.data())) return 0;
+  if (input_args.empty()) fail(ErrorKind::kInvalidArgument, "give at least one INPUT (a document, glob or directory)");
+
+  if (a.has("model") == a.has("server")) fail(ErrorKind::kInvalidArgument, "give exactly one of --model DIR and --server URL");
+  const std::string format = a.get("format", "md");
+  if (format != "md" && format != "txt" && format != "json")
+    fail(ErrorKind::kInvalidArgument, "--format must be md, txt or json, got '", format, "'");
+  const int concurrency = a.get_int("concurrency", 4);
+  const int retries = a.get_int("retries", 2);
+  if (concurrency < 1 || retries < 0) fail(ErrorKind::kInvalidArgument, "--concurrency must be >= 1 and --retries >= 0");
+  runtime::PostprocessOptions post;
+  post.fix_dollars = a.get_flag("fix-dollars", true);
+  post.tables_to_markdown = a.get_flag("tables-to-markdown", false);
+  post.plain_text = format == "txt";
+  const io::PageRange range = a.has("pages") ? io::PageRange::parse(a.get("pages")) : io::PageRange::all();
+  io::DocumentOptions dopts;
+  if (a.has("dpi")) dopts.pdf.dpi = a.get_double("dpi", 0);
+  dopts.pdf.password = a.get("password");
+
+  const std::string outdir = a.get("output", "ocr-out");
+  const std::vector<std::string> inputs = expand_inputs(input_args);
+  if (inputs.empty()) fail(ErrorKind::kInvalidArgument, "no documents found in the inputs");
+  fs::create_directories(outdir);
+
+  // Open every document and list its pages; pages with a file already are done (resume).
+  std::vector<DocJob> docs(inputs.size());
+  std::vector<std::pair<int, int>> work;  // (doc, page index)
+  int total = 0, skipped = 0;
+  for (size_t d = 0; d < inputs.size(); ++d) {
+    DocJob& dj = docs[d];
+    dj.source = inputs[d];
+    dj.name = fs::path(inputs[d]).stem().string();
+    for (size_t e = 0; e < d; ++e)
+      if (docs[e].name == dj.name) dj.name = fs::path(inputs[d]).filename().string();
+    try {
+      dj.doc = std::make_unique<io::Document>(io::load_document(inputs[d], dopts));
+      dj.page_count = dj.doc->page_count();
+      dj.format = dj.doc->format_name();
+      const std::vector<int> sel = range.resolve(dj.page_count);
+      fs::create_directories(fs::path(outdir) / dj.name);
+      for (const auto& e : fs::directory_iterator(fs::path(outdir) / dj.name))
+        if (e.path().extension() == ".tmp") fs::remove(e.path());  // left by an interrupted run
+      for (int pg : sel) {
+        PageJob pj;
+        pj.page = pg;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "page-%04d.%s", pg, format.c_str());
+        pj.file = (fs::path(dj.name) / buf).string();
+        if (fs::exists(fs::path(outdir) / pj.file)) {
+          pj.status = "skipped";
+          ++skipped;
+        } else {
+          work.emplace_back(static_cast<int>(d), static_cast<int>(dj.pages.size()));
+        }
+        dj.pages.push_back(std::move(pj));
+        ++total;
+      }
+    } catch (const locr::Error& e) {
+      dj.error = e.what();
+      LOCR_WARN("ocr: ", inputs[d], ": ", e.what());
+    }
+  }
+
+  std::unique_ptr<Backend> backend;
+  if (!work.empty()) {
+    if (a.has("model")) backend = std::make_unique<LocalBackend>(a);
+    else backend = std::make_unique<RemoteBackend>(a);
+  }
+
+  const auto t0 = Clock::now();
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  int done = 0, failed = 0;
+  const bool show = a.get_flag("progress", ::isatty(2) != 0);
+  tools::ProgressBar bar("ocr", show, /*bytes=*/false);
+  auto redraw = [&] {  // under mu
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double rate = secs > 0 ? done / secs : 0;
+    const int left = static_cast<int>(work.size()) - done;
+    char extra[96];
+    std::snprintf(extra, sizeof extra, "%.2f pages/s  ETA %s%s", rate,
+                  rate > 0 ? std::to_string(static_cast<int>(left / rate + 0.5)).c_str() : "?", rate > 0 ? "s" : "");
+    bar.update(static_cast<uint64_t>(done), work.size(), extra);
+  };
+  auto worker = [&] {
+    for (;;) {
+      const size_t k = next.fetch_add(1);
+      if (k >= work.size()) return;
+      DocJob& dj = docs[work[k].first];
+      PageJob& pj = dj.pages[work[k].second];
+      const auto ts = Clock::now();
+      for (;;) {
+        ++pj.attempts;
+        try {
+          const io::Image img = dj.doc->render_page(pj.page - 1);
+          pj.out = backend->run(img);
+          pj.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
+          io::write_file_atomic((fs::path(outdir) / pj.file).string(), page_file_text(pj, format, post));
+          pj.status = "ok";
+          pj.error.clear();
+          break;
+        } catch (const std::exception& e) {
+          pj.error = e.what();
+          if (pj.attempts > retries) {
+            pj.status = "failed";
+            break;
+          }
+          LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed (attempt ", pj.attempts, "): ", e.what(), "; retrying");
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      if (pj.status == "failed") {
+        ++failed;
+        LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed: ", pj.error);
+      }
+      redraw();
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    const int n = std::min<int>(concurrency, static_cast<int>(work.size()));
+    for (int i = 0; i < n; ++i) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+  }
+  bar.finish();
+  backend.reset();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  // Documents whose pages are all there (this run or an earlier one) get their joined file.
+  json jdocs = json::array(), failures = json::array();
+  int doc_failures = 0;
+  for (DocJob& dj : docs) {
+    json pages = json::array();
+    bool complete = dj.error.empty();
+    std::string joined;
+    json jpages = json::array();
+    for (const PageJob& pj : dj.pages) {
+      json p = {{"page", pj.page}, {"file", pj.file}, {"status", pj.status}, {"attempts", pj.attempts}};
+      if (pj.status == "ok") {
+        p["seconds"] = pj.seconds;
+        p["finish_reason"] = pj.out.finish_reason;
+        p["prompt_tokens"] = pj.out.prompt_tokens;
+        p["completion_tokens"] = pj.out.completion_tokens;
+      }
+      if (pj.status == "failed") {
+        p["error"] = pj.error;
+        failures.push_back({{"source", dj.source}, {"page", pj.page}, {"error", pj.error}});
+        complete = false;
+      }
+      pages.push_back(std::move(p));
+      if (!complete) continue;
+      const std::string text = io::read_file((fs::path(outdir) / pj.file).string());
+      if (format == "json") {
+        jpages.push_back(json::parse(text));
+      } else {
+        if (!joined.empty()) joined += "\n\n";
+        joined += trim_end(text);
+      }
+    }
+    if (!dj.error.empty()) {
+      ++doc_failures;
+      failures.push_back({{"source", dj.source}, {"page", nullptr}, {"error", dj.error}});
+    }
+    if (complete) {
+      dj.output = dj.name + "." + format;
+      const std::string content =
+          format == "json" ? json({{"source", dj.source}, {"pages", jpages}}).dump(2) + "\n" : joined + "\n";
+      io::write_file_atomic((fs::path(outdir) / dj.output).string(), content);
+    }
+    jdocs.push_back({{"source", dj.source},
+                     {"name", dj.name},
+                     {"format", dj.format},
+                     {"page_count", dj.page_count},
+                     {"output", dj.output.empty() ? json(nullptr) : json(dj.output)},
+                     {"error", dj.error.empty() ? json(nullptr) : json(dj.error)},
+                     {"pages", std::move(pages)}});
+  }
+  const int ok = done - failed;
+  json manifest = {{"format", format},
+                   {"pages_total", total},
+                   {"pages_done", ok},
+                   {"pages_skipped", skipped},
+                   {"pages_failed", failed},
+                   {"documents_failed", doc_failures},
+                   {"elapsed_s", elapsed},
+                   {"pages_per_s", elapsed > 0 ? ok / elapsed : 0.0},
+                   {"documents", std::move(jdocs)},
+                   {"failures", std::move(failures)}};
+  manifest["backend"] = a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server");
+  io::write_file_atomic((fs::path(outdir) / "manifest.json").string(), manifest.dump(2) + "\n");
+  LOCR_INFO("ocr: ", ok, " page(s) done, ", skipped, " skipped (already present), ", failed, " failed, ", doc_failures,
+            " document(s) not opened; ", elapsed, " s; manifest ", (fs::path(outdir) / "manifest.json").string());
+  return failed == 0 && doc_failures == 0 ? 0 : 1;
+}
+
+}  // namespace locr::app

@@ -1,0 +1,266 @@
+"""POST /v1/ocr: documents (PNG, multi-page PDF) as base64 JSON, data: URLs and multipart uploads;
+page selections, per-page results and the joined document, streaming in page and completion order,
+and the error cases."""
+import base64
+import json
+import socket
+import time
+
+import pytest
+import requests
+
+from conftest import FIXTURES, IMAGES, NAME, Server
+
+PNG = (IMAGES / "page_small.png").read_bytes()
+
+
+def make_pdf(n_pages, w=144, h=180):
+    """A minimal valid PDF (catalog, page tree, one content stream per page, correct xref): each
+    page is white with a black bar whose width depends on the page, so pages differ."""
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n_pages))
+    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>")
+    for i in range(n_pages):
+        content = f"0 0 0 rg 10 {h - 40} {30 + 25 * i} 20 re f\n"
+        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w} {h}] /Resources << >> /Contents {4 + 2 * i} 0 R >>")
+        objs.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
+    out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"
+    offsets = []
+    for i, o in enumerate(objs):
+        offsets.append(len(out))
+        out += f"{i + 1} 0 obj\n{o}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    for off in offsets:
+        out += f"{off:010d} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def greedy(**kw):
+    return {"temperature": 0, "max_tokens": 4, **kw}
+
+
+def pdf_supported(server):
+    r = server.post("/v1/ocr", {"document": b64(make_pdf(1)), "dpi": 36, **greedy()})
+    return not (r.status_code == 400 and "Poppler" in r.text)
+
+
+def sse_events(resp):
+    assert resp.headers["Content-Type"].startswith("text/event-stream")
+    raw = resp.content.decode()
+    assert raw.endswith("\n\n")
+    events = raw.split("\n\n")[:-1]
+    for e in events:
+        assert e.startswith("data: "), e
+        assert "\n" not in e
+    return [e[len("data: "):] for e in events]
+
+
+def check_page(p, number):
+    assert p["page"] == number
+    assert isinstance(p["text"], str)
+    assert p["finish_reason"] in ("stop", "length")
+    assert p["usage"]["prompt_tokens"] > 0 and 0 < p["usage"]["completion_tokens"] <= 4
+    assert p["timings"]["total_s"] >= 0 and p["timings"]["render_s"] >= 0
+
+
+def test_png_base64(server):
+    r = server.post("/v1/ocr", {"document": b64(PNG), **greedy()})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert j["object"] == "ocr.document" and j["model"] == NAME and j["id"].startswith("ocr-")
+    assert j["page_count"] == 1 and j["format"] == "PNG" and len(j["pages"]) == 1
+    check_page(j["pages"][0], 1)
+    assert j["document"] == j["pages"][0]["text"].rstrip("\n ")
+    assert j["usage"]["completion_tokens"] == j["pages"][0]["usage"]["completion_tokens"]
+    assert j["usage"]["total_tokens"] == j["usage"]["prompt_tokens"] + j["usage"]["completion_tokens"]
+
+
+def test_png_data_url_matches_chat(server):
+    url = "data:image/png;base64," + b64(PNG)
+    r = server.post("/v1/ocr", {"document": url, **greedy(max_tokens=6), "fix_dollars": False})
+    assert r.status_code == 200, r.text
+    chat = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}]}], **greedy(max_tokens=6)}).json()
+    # The same image-only OCR prompt as a chat request with just the image.
+    assert r.json()["pages"][0]["text"] == chat["choices"][0]["message"]["content"]
+    assert r.json()["usage"]["prompt_tokens"] == chat["usage"]["prompt_tokens"]
+
+
+def test_pdf_pages_and_ranges(server):
+    if not pdf_supported(server):
+        pytest.skip("built without Poppler")
+    doc = b64(make_pdf(3))
+    j = server.post("/v1/ocr", {"document": doc, "dpi": 36, **greedy()}).json()
+    assert j["format"] == "PDF" and j["page_count"] == 3
+    assert [p["page"] for p in j["pages"]] == [1, 2, 3]
+    for i, p in enumerate(j["pages"]):
+        check_page(p, i + 1)
+    assert j["document"] == "\n\n".join(p["text"].rstrip("\n ") for p in j["pages"])
+    j2 = server.post("/v1/ocr", {"document": doc, "dpi": 36, "pages": "3,1", **greedy(),
+                                 "page_separator": "---"}).json()
+    assert [p["page"] for p in j2["pages"]] == [1, 3]
+    assert j2["pages_selected"] == 2
+    assert "\n\n---\n\n" in j2["document"]
+    # Greedy: a page's text does not depend on the others in the request.
+    assert j2["pages"][1]["text"] == j["pages"][2]["text"]
+    j3 = server.post("/v1/ocr", {"document": doc, "dpi": 36, "pages": "2-", **greedy()}).json()
+    assert [p["page"] for p in j3["pages"]] == [2, 3]
+
+
+def test_multipart_upload(server):
+    r = requests.post(server.url + "/v1/ocr", files={"file": ("page.png", PNG, "image/png")},
+                      data={"max_tokens": "4", "temperature": "0", "output": "text", "pages": "1"}, timeout=60)
+    assert r.status_code == 200, r.text
+    j = r.json()
+    check_page(j["pages"][0], 1)
+    ref = server.post("/v1/ocr", {"document": b64(PNG), **greedy(), "output": "text"}).json()
+    assert j["pages"][0]["text"] == ref["pages"][0]["text"]
+    r = requests.post(server.url + "/v1/ocr", files={"other": ("x", b"1")}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "file"
+
+
+def test_line_wrapped_base64(server):
+    wrapped = "\n".join(b64(PNG)[i:i + 76] for i in range(0, len(b64(PNG)), 76)) + "\n"
+    a = server.post("/v1/ocr", {"document": wrapped, **greedy()}).json()
+    b = server.post("/v1/ocr", {"document": b64(PNG), **greedy()}).json()
+    assert a["pages"][0]["text"] == b["pages"][0]["text"]
+
+
+def test_output_json_has_raw(server):
+    j = server.post("/v1/ocr", {"document": b64(PNG), **greedy(), "output": "json"}).json()
+    assert "raw" in j["pages"][0]
+
+
+@pytest.mark.parametrize("order", ["page", "completion"])
+def test_stream(server, order):
+    if pdf_supported(server):
+        doc, n = b64(make_pdf(3)), 3
+    else:
+        doc, n = b64(PNG), 1
+    body = {"document": doc, "dpi": 36, "stream": True, "order": order, **greedy()}
+    r = server.post("/v1/ocr", body, stream=False)
+    assert r.status_code == 200, r.text
+    data = sse_events(r)
+    assert data[-1] == "[DONE]"
+    events = [json.loads(d) for d in data[:-1]]
+    pages, summary = events[:-1], events[-1]
+    assert len(pages) == n
+    assert all(e["object"] == "ocr.page" for e in pages)
+    assert sorted(e["page"] for e in pages) == list(range(1, n + 1))
+    if order == "page":
+        assert [e["page"] for e in pages] == list(range(1, n + 1))
+    else:
+        done = [e["timings"]["total_s"] for e in pages]
+        assert done == sorted(done)
+    for e in pages:
+        check_page(e, e["page"])
+    assert summary["object"] == "ocr.document" and "pages" not in summary
+    assert summary["usage"]["completion_tokens"] == sum(e["usage"]["completion_tokens"] for e in pages)
+    by_page = sorted(pages, key=lambda e: e["page"])
+    assert summary["document"] == "\n\n".join(e["text"].rstrip("\n ") for e in by_page)
+
+
+def error_of(r, status, param=None):
+    assert r.status_code == status, r.text
+    e = r.json()["error"]
+    if param is not None:
+        assert e["param"] == param, e
+    return e["message"]
+
+
+def test_errors(server):
+    assert "base64" in error_of(server.post("/v1/ocr", {"document": "not base64 at all!"}), 400, "document")
+    assert "required" in error_of(server.post("/v1/ocr", {"max_tokens": 3}), 400, "document")
+    msg = error_of(server.post("/v1/ocr", {"document": b64(b"this is not a document, just some text")}), 400, "document")
+    assert "cannot open the document" in msg
+    assert "out of range" in error_of(server.post("/v1/ocr", {"document": b64(PNG), "pages": "2"}), 400, "pages")
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "pages": "0-"}), 400, "pages")
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "output": "html"}), 400, "output")
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "order": "random"}), 400, "order")
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "model": "nope"}), 404, "model")
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "temperature": -1}), 400, "temperature")
+    # A truncated PDF.
+    msg = error_of(server.post("/v1/ocr", {"document": b64(make_pdf(2)[:60])}), 400, "document")
+    assert "document" in msg
+    # The server is fine afterwards.
+    assert server.post("/v1/ocr", {"document": b64(PNG), **greedy()}).status_code == 200
+
+
+def test_encrypted_pdf(server):
+    if not pdf_supported(server):
+        pytest.skip("built without Poppler")
+    doc = b64((FIXTURES / "documents" / "encrypted_rc4.pdf").read_bytes())
+    msg = error_of(server.post("/v1/ocr", {"document": doc, **greedy()}), 400, "document")
+    assert "encrypted and needs a password" in msg
+    msg = error_of(server.post("/v1/ocr", {"document": doc, "password": "nope", **greedy()}), 400, "document")
+    assert "password" in msg
+    r = server.post("/v1/ocr", {"document": doc, "password": "secret", "dpi": 36, **greedy()})
+    assert r.status_code == 200, r.text
+    assert r.json()["page_count"] == 1
+    check_page(r.json()["pages"][0], 1)
+
+
+def test_prompt_too_long_for_context(server):
+    # max-model-len is 1024 in the test server: 4 + 1100 tokens cannot fit.
+    error_of(server.post("/v1/ocr", {"document": b64(PNG), "max_tokens": 1100}), 400, "max_tokens")
+
+
+@pytest.fixture(scope="module")
+def limited():
+    s = Server("--served-model-name", NAME, "--max-model-len", "1024", "--max-document-pages", "2",
+               "--api-key", "sekret")
+    yield s
+    s.stop()
+
+
+def test_page_limit_and_api_key(limited):
+    auth = {"Authorization": "Bearer sekret"}
+    r = limited.post("/v1/ocr", {"document": b64(PNG)})
+    assert r.status_code == 401
+    assert limited.post("/v1/ocr", {"document": b64(PNG), **greedy()}, headers=auth).status_code == 200
+    if not pdf_supported_auth(limited, auth):
+        pytest.skip("built without Poppler")
+    r = limited.post("/v1/ocr", {"document": b64(make_pdf(3)), "dpi": 36, **greedy()}, headers=auth)
+    assert "too many pages" in error_of(r, 400, "pages")
+    r = limited.post("/v1/ocr", {"document": b64(make_pdf(3)), "dpi": 36, "pages": "2-3", **greedy()}, headers=auth)
+    assert r.status_code == 200 and [p["page"] for p in r.json()["pages"]] == [2, 3]
+
+
+def pdf_supported_auth(server, headers):
+    r = server.post("/v1/ocr", {"document": b64(make_pdf(1)), "dpi": 36, **greedy()}, headers=headers)
+    return not (r.status_code == 400 and "Poppler" in r.text)
+
+
+def wait_for(cond, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_disconnect_cancels_all_pages(server):
+    if pdf_supported(server):
+        doc, n = b64(make_pdf(2)), 2
+    else:
+        doc, n = b64(PNG), 1
+    before = server.metrics()
+    aborted = before[f'vllm:request_success_total{{model_name="{NAME}",finished_reason="abort"}}']
+    body = json.dumps({"document": doc, "dpi": 36, "stream": True, "max_tokens": 900, "temperature": 0,
+                       "ignore_eos": True}).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(b"POST /v1/ocr HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert wait_for(lambda: server.metrics()["vllm:num_requests_running"] == n, 20)
+    sock.close()
+    assert wait_for(lambda: server.metrics()["vllm:num_requests_running"] == 0)
+    after = server.metrics()
+    assert after["locr:client_disconnects_total"] > before["locr:client_disconnects_total"]
+    assert after[f'vllm:request_success_total{{model_name="{NAME}",finished_reason="abort"}}'] == aborted + n

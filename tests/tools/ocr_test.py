@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""`locr ocr` over a folder with two images and a two-page PDF: in-process (--model), an
+interrupted run resumed (killed after its first page file appeared), and --server against a real
+`locr serve`. Checks page files, document files, the manifest, and that the three ways agree.
+
+Usage: ocr_test.py LOCR_BIN MODEL_DIR IMAGES_DIR. Without Poppler the PDF is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+failures = []
+MAX_TOKENS = "24"
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def make_pdf(n_pages, w=144, h=180):
+    """A minimal valid PDF: one content stream per page (a black bar, wider on each page)."""
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n_pages))
+    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>")
+    for i in range(n_pages):
+        content = f"0 0 0 rg 10 {h - 40} {30 + 25 * i} 20 re f\n"
+        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w} {h}] /Resources << >> /Contents {4 + 2 * i} 0 R >>")
+        objs.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
+    out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"
+    offsets = []
+    for i, o in enumerate(objs):
+        offsets.append(len(out))
+        out += f"{i + 1} 0 obj\n{o}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    for off in offsets:
+        out += f"{off:010d} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
+def page_files(out: Path):
+    return sorted(str(p.relative_to(out)) for p in out.glob("*/page-*"))
+
+
+def texts(out: Path):
+    return {f: (out / f).read_text() for f in page_files(out)}
+
+
+def main() -> int:
+    locr, model, images = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    work = Path(tempfile.mkdtemp(prefix="locr-ocr-test-"))
+    try:
+        inputs = work / "in"
+        inputs.mkdir()
+        shutil.copy(images / "page_small.png", inputs / "alpha.png")
+        shutil.copy(images / "page_portrait.png", inputs / "beta.png")
+        (inputs / "notes.txt").write_text("not a document")  # ignored: not a document extension
+        (inputs / "doc.pdf").write_bytes(make_pdf(2))
+        probe = subprocess.run([locr, "ocr", str(inputs / "doc.pdf"), "-o", str(work / "probe"), "--model", model,
+                                "--max-tokens", "1", "--dpi", "36", "--threads", "1"], capture_output=True, text=True,
+                               timeout=300)
+        have_pdf = "Poppler" not in probe.stderr
+        if not have_pdf:
+            print("note: built without Poppler; the PDF is left out")
+            (inputs / "doc.pdf").unlink()
+        expected = ["alpha/page-0001.md", "beta/page-0001.md"] + (
+            ["doc/page-0001.md", "doc/page-0002.md"] if have_pdf else [])
+        n_pages = len(expected)
+        common = ["--max-tokens", MAX_TOKENS, "--temperature", "0", "--dpi", "36"]
+
+        # 1. In-process.
+        out1 = work / "out1"
+        p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out1), "--model", model, "--threads", "1", *common],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"--model run succeeds (rc={p.returncode}) {p.stderr[-500:]}")
+        check(page_files(out1) == expected, f"page files {page_files(out1)}")
+        for name in ["alpha", "beta"] + (["doc"] if have_pdf else []):
+            check((out1 / f"{name}.md").is_file(), f"document file {name}.md")
+        if have_pdf:
+            doc = (out1 / "doc.md").read_text()
+            pages = [(out1 / f"doc/page-000{i}.md").read_text().rstrip("\n ") for i in (1, 2)]
+            check(doc == "\n\n".join(pages) + "\n", "doc.md joins its pages with a blank line")
+        m = json.loads((out1 / "manifest.json").read_text())
+        check(m["pages_total"] == n_pages and m["pages_done"] == n_pages and m["pages_failed"] == 0,
+              f"manifest counts {m['pages_total']}/{m['pages_done']}/{m['pages_failed']}")
+        check(len(m["documents"]) == n_pages - (1 if have_pdf else 0), "manifest lists every document")
+        check(all(pg["status"] == "ok" and pg["completion_tokens"] > 0 for d in m["documents"] for pg in d["pages"]),
+              "manifest pages ok with token counts")
+        check(m["backend"].startswith("model:"), "manifest names the backend")
+        ref = texts(out1)
+
+        # Rerun: nothing left to do, everything skipped, same files.
+        p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out1), "--model", model, *common],
+                           capture_output=True, text=True, timeout=300)
+        m = json.loads((out1 / "manifest.json").read_text())
+        check(p.returncode == 0 and m["pages_skipped"] == n_pages and m["pages_done"] == 0, "rerun skips every page")
+        check(texts(out1) == ref, "rerun leaves the page files as they were")
+
+        # 2. Kill after the first page file appears, then resume. Twenty copies of one image (and the
+        # PDF) on the slow scalar backend, one page at a time, so the kill lands mid-run.
+        many = work / "many"
+        many.mkdir()
+        for i in range(20):
+            shutil.copy(images / "page_small.png", many / f"p{i:02d}.png")
+        if have_pdf:
+            shutil.copy(inputs / "doc.pdf", many / "doc.pdf")
+        expected2 = sorted([f"p{i:02d}/page-0001.md" for i in range(20)] +
+                           (["doc/page-0001.md", "doc/page-0002.md"] if have_pdf else []))
+        slow = ["--model", model, "--threads", "1", "--backend", "ref", "--concurrency", "1", *common]
+        out2 = work / "out2"
+        proc = subprocess.Popen([locr, "ocr", str(many), "-o", str(out2), *slow],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while time.time() < deadline and not page_files(out2) and proc.poll() is None:
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        first = page_files(out2)
+        print(f"note: killed with {len(first)} of {len(expected2)} page file(s) written")
+        check(1 <= len(first) < len(expected2), "the first run was killed after writing some but not all pages")
+        check(not (out2 / "manifest.json").exists(), "no manifest from the killed run")
+        p = subprocess.run([locr, "ocr", str(many), "-o", str(out2), *slow], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"resumed run succeeds (rc={p.returncode}) {p.stderr[-500:]}")
+        check(page_files(out2) == expected2, f"every page exactly once after resuming: {page_files(out2)}")
+        check(not list(out2.glob("**/*.tmp")), "no temporary files left")
+        m = json.loads((out2 / "manifest.json").read_text())
+        check(m["pages_skipped"] >= len(first) and m["pages_skipped"] + m["pages_done"] == len(expected2),
+              f"resume skipped {m['pages_skipped']}, did {m['pages_done']}")
+        t2 = texts(out2)
+        check(len({t2[f"p{i:02d}/page-0001.md"] for i in range(20)}) == 1,
+              "pages written before and after the kill are identical (same image, greedy)")
+        check(all((out2 / f"p{i:02d}.md").is_file() for i in range(20)), "every document file written")
+
+        # 3. --server against locr serve.
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        base = f"http://127.0.0.1:{port}"
+        srv = subprocess.Popen([locr, "serve", model, "--host", "127.0.0.1", "--port", str(port),
+                                "--served-model-name", "lightonocr-2-1b", "--threads", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(600):
+                try:
+                    urllib.request.urlopen(base + "/v1/models", timeout=1).read()
+                    break
+                except OSError:
+                    if srv.poll() is not None:
+                        print("server exited:", srv.stderr.read())
+                        return 1
+                    time.sleep(0.1)
+            out3 = work / "out3"
+            globbed = [str(inputs / "*.png")] + ([str(inputs / "doc.pdf")] if have_pdf else [])
+            p = subprocess.run([locr, "ocr", *globbed, "-o", str(out3), "--server", base, "--concurrency", "3", *common],
+                               capture_output=True, text=True, timeout=600)
+            check(p.returncode == 0, f"--server run succeeds (rc={p.returncode}) {p.stderr[-500:]}")
+            check(page_files(out3) == expected, f"--server page files {page_files(out3)}")
+            check(texts(out3) == ref, "--server output equals the in-process output (greedy)")
+            m = json.loads((out3 / "manifest.json").read_text())
+            check(m["pages_done"] == n_pages and m["backend"] == "server:" + base, "--server manifest")
+            # A failing server: every page fails after its retries, exit code 1, failures listed.
+            out4 = work / "out4"
+            p = subprocess.run([locr, "ocr", str(inputs / "alpha.png"), "-o", str(out4), "--server", base,
+                                "--model-name", "nope", "--retries", "1"], capture_output=True, text=True, timeout=120)
+            m = json.loads((out4 / "manifest.json").read_text())
+            check(p.returncode == 1 and m["pages_failed"] == 1 and len(m["failures"]) == 1, "failed pages reported")
+            check(m["documents"][0]["pages"][0]["attempts"] == 2, "failed page retried --retries times")
+            check(not page_files(out4), "no page file for a failed page")
+            # A document that cannot be opened: reported, the others still done, exit code 1.
+            bad = work / "bad"
+            bad.mkdir()
+            (bad / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really")
+            shutil.copy(images / "page_small.png", bad / "ok.png")
+            out5 = work / "out5"
+            p = subprocess.run([locr, "ocr", str(bad), "-o", str(out5), "--server", base, "--max-tokens", "2"],
+                               capture_output=True, text=True, timeout=120)
+            m = json.loads((out5 / "manifest.json").read_text())
+            check(p.returncode == 1 and m["documents_failed"] == 1 and m["pages_done"] == 1,
+                  f"unreadable document reported (rc={p.returncode}, {m['documents_failed']}, {m['pages_done']})")
+            check((out5 / "ok" / "page-0001.md").is_file(), "the readable document is still done")
+        finally:
+            srv.send_signal(signal.SIGTERM)
+            try:
+                srv.wait(30)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("FAILED:" if failures else "all ok", *failures, sep="\n  ")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
