@@ -11,6 +11,7 @@ int cmd_eval(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_pull(int argc, char** argv);
+int cmd_perf(int argc, char** argv);
 int cmd_ocr(int argc, char** argv);
 
 }  // namespace locr::app

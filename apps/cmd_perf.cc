@@ -1,0 +1,211 @@
+// `locr perf`: an in-process benchmark in the style of llama-bench. It times each stage of one OCR
+// page on the loaded model — image preprocessing, vision encoder, projector, prefill of the page's
+// prompt, decode at batch 1 with the page in context, decode at batch 1 with an empty context,
+// decode at batch N — and prints time and achieved GFLOP/s or GB/s per stage, medians over
+// --repeat runs, plus peak RSS. --json writes the medians.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "apps/commands.h"
+#include "apps/model_args.h"
+#include "core/thread_pool.h"
+#include "tools/bench_stats.h"
+#include "tools/synth_image.h"
+
+namespace locr::app {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double time_it(const std::function<void()>& fn) {
+  const auto t0 = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) { return tools::percentile(std::move(v), 50); }
+
+int64_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+// Bytes of weights one decode step reads: every decoder matrix plus the LM head.
+double decoder_weight_bytes(const model::TextConfig& t) {
+  const double H = t.hidden_size, qw = double(t.num_attention_heads) * t.head_dim,
+               kvw = double(t.num_key_value_heads) * t.head_dim, I = t.intermediate_size;
+  const double per_layer = H * qw * 2 + H * kvw * 2 + 3 * H * I;
+  return 2.0 * (per_layer * t.num_hidden_layers + double(t.vocab_size) * H);  // BF16
+}
+
+// Matmul FLOPs of the decoder for T tokens (attention over the causal context added separately).
+double decoder_flops(const model::TextConfig& t, double T, double ctx_avg) {
+  const double H = t.hidden_size, qw = double(t.num_attention_heads) * t.head_dim,
+               kvw = double(t.num_key_value_heads) * t.head_dim, I = t.intermediate_size;
+  const double lin = 2 * T * (H * qw * 2 + H * kvw * 2 + 3 * H * I) * t.num_hidden_layers;
+  const double attn = 4 * T * ctx_avg * qw * t.num_hidden_layers;
+  return lin + attn;
+}
+
+double vision_flops(const model::VisionConfig& v, double N) {
+  const double V = v.hidden_size, I = v.intermediate_size;
+  const double lin = 2 * N * (4 * V * V + 3 * V * I) * v.num_hidden_layers + 2 * N * V * 3 * v.patch_size * v.patch_size;
+  const double attn = 4 * N * N * V * v.num_hidden_layers;
+  return lin + attn;
+}
+
+}  // namespace
+
+int cmd_perf(int argc, char** argv) {
+  Args a("perf", "In-process benchmark of one OCR page, stage by stage (preprocessing, vision encoder, projector,\n"
+                 "prefill, decode at batch 1 and batch N), with GFLOP/s or GB/s and peak RSS.");
+  add_model_options(a);
+  a.option("image-size", "synthetic page size WxH before preprocessing (default 1089x1540, an A4 page)", "WxH");
+  a.option("prompt-tokens", "text-only prompt length instead of a page (0 = the page prompt, default)", "N");
+  a.option("gen-tokens", "tokens per decode measurement (default 32); decode GB/s counts BF16 weight bytes", "N");
+  a.option("batch", "sequences decoding together for the batch-N measurement (default 8)", "N");
+  a.option("repeat", "repetitions; medians are reported (default 3)", "R");
+  a.option("json", "write the medians as JSON", "FILE");
+  if (!a.parse(argc, argv)) return 0;
+  auto m = load_model(a);
+  const auto& cfg = m->config();
+  const int gen = std::max(1, a.get_int("gen-tokens", 32));
+  const int batch = std::max(1, a.get_int("batch", 8));
+  const int repeat = std::max(1, a.get_int("repeat", 3));
+  const int text_tokens = a.get_int("prompt-tokens", 0);
+  int W = 1089, Hh = 1540;
+  if (a.has("image-size") && std::sscanf(a.get("image-size").c_str(), "%dx%d", &W, &Hh) != 2)
+    fail(ErrorKind::kInvalidArgument, "--image-size expects WxH, e.g. 1089x1540");
+
+  const io::Image page = tools::synth_page(W, Hh, 1);
+  std::vector<double> t_pre, t_vis, t_proj, t_prefill, t_dec, t_dec0, t_decn;
+  model::Prompt prompt;
+  int64_t n_patches = 0;
+  for (int r = 0; r < repeat; ++r) {
+    // Prompt: the recommended OCR request (image only), or a text prompt of the given length.
+    if (text_tokens > 0) {
+      prompt.ids.assign(text_tokens, 0);
+      for (int i = 0; i < text_tokens; ++i) prompt.ids[i] = (i * 7919) % cfg.text.vocab_size;
+      prompt.images.clear();
+    } else {
+      model::ProcessedImage img;
+      t_pre.push_back(time_it([&] { img = model::preprocess(page, m->processor_config()); }));
+      prompt = m->build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1), {page});
+      std::vector<model::ImageGrid> grids;
+      const std::vector<float> patches = m->vision_patches(prompt.images, &grids);
+      n_patches = grids[0].n_patches();
+      Tensor vh;
+      t_vis.push_back(time_it([&] { vh = m->encoder().forward(patches.data(), grids); }));
+      Tensor emb;
+      t_proj.push_back(time_it([&] { emb = m->projector().forward(vh, grids); }));
+    }
+    const int64_t T = static_cast<int64_t>(prompt.ids.size());
+    const int64_t H = cfg.text.hidden_size, V = cfg.text.vocab_size;
+    // Prefill (image rows from a fresh encode are not needed for timing: embeddings suffice).
+    Tensor x = Tensor::empty(DType::kF32, {T, H});
+    model::KvCache cache(cfg.text, T + gen + 1);
+    std::vector<float> logits(V);
+    t_prefill.push_back(time_it([&] {
+      m->decoder().embed(prompt.ids.data(), T, x.data<float>());
+      m->decoder().forward(x.data<float>(), T, cache);
+      m->decoder().logits(x.data<float>() + (T - 1) * H, 1, logits.data());
+    }));
+    // Decode at batch 1 with the prompt in context.
+    std::vector<float> h(H);
+    int32_t tok = 0;
+    t_dec.push_back(time_it([&] {
+      for (int i = 0; i < gen; ++i) {
+        m->decoder().embed(&tok, 1, h.data());
+        m->decoder().forward(h.data(), 1, cache);
+        m->decoder().logits(h.data(), 1, logits.data());
+        tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      }
+    }));
+    // Decode at batch 1 from an empty context (tg in llama-bench terms).
+    model::KvCache empty(cfg.text, gen + 1);
+    t_dec0.push_back(time_it([&] {
+      for (int i = 0; i < gen; ++i) {
+        m->decoder().embed(&tok, 1, h.data());
+        m->decoder().forward(h.data(), 1, empty);
+        m->decoder().logits(h.data(), 1, logits.data());
+      }
+    }));
+    // Decode at batch N: N sequences, one token each per step, one decoder pass per step.
+    const int bs = 16;
+    const int64_t blocks_per_seq = (gen + 1 + bs - 1) / bs;
+    model::KvPool pool(cfg.text, blocks_per_seq * batch, bs);
+    std::vector<std::vector<int32_t>> tables(batch);
+    for (int s = 0; s < batch; ++s)
+      for (int64_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s * blocks_per_seq + b));
+    Tensor xb = Tensor::empty(DType::kF32, {batch, H});
+    std::vector<float> lb(static_cast<size_t>(batch) * V);
+    std::vector<int32_t> toks(batch, 0);
+    t_decn.push_back(time_it([&] {
+      for (int i = 0; i < gen; ++i) {
+        std::vector<model::SeqStep> steps;
+        for (int s = 0; s < batch; ++s) steps.push_back({i, 1, tables[s].data()});
+        m->decoder().embed(toks.data(), batch, xb.data<float>());
+        m->decoder().forward(xb.data<float>(), steps, pool);
+        m->decoder().logits(xb.data<float>(), batch, lb.data());
+      }
+    }));
+  }
+
+  const int64_t T = static_cast<int64_t>(prompt.ids.size());
+  const double wbytes = decoder_weight_bytes(cfg.text);
+  nlohmann::ordered_json out;
+  out["backend"] = a.get("backend", a.get("dtype", "bf16") == "f32" ? "cpu-f32" : "cpu-bf16");
+  out["threads"] = ThreadPool::global().size();
+  out["repeat"] = repeat;
+  std::printf("locr perf: %s, %d threads, median of %d\n\n", out["backend"].get<std::string>().c_str(),
+              ThreadPool::global().size(), repeat);
+  std::printf("| stage | shape | time | rate |\n|---|---|---|---|\n");
+  if (!t_vis.empty()) {
+    const double vis = median(t_vis), proj = median(t_proj);
+    const double vf = vision_flops(cfg.vision, static_cast<double>(n_patches));
+    std::printf("| preprocess | %dx%d -> %dx%d | %.3f s | |\n", W, Hh, prompt.images[0].width, prompt.images[0].height,
+                median(t_pre));
+    std::printf("| vision encoder | %lld patches | %.2f s | %.0f GFLOP/s |\n", static_cast<long long>(n_patches), vis,
+                vf / vis / 1e9);
+    std::printf("| projector | %d tokens | %.3f s | |\n", prompt.images[0].n_image_tokens(), proj);
+    out["image_size"] = {prompt.images[0].width, prompt.images[0].height};
+    out["vision_patches"] = n_patches;
+    out["preprocess_s"] = median(t_pre);
+    out["vision_encode_s"] = vis + proj;
+    out["vision_gflops"] = vf / vis / 1e9;
+  }
+  const double pre = median(t_prefill), dec = median(t_dec), dec0 = median(t_dec0), decn = median(t_decn);
+  std::printf("| prefill | %lld tokens | %.2f s | %.0f tok/s, %.0f GFLOP/s |\n", static_cast<long long>(T), pre, T / pre,
+              decoder_flops(cfg.text, double(T), double(T) / 2) / pre / 1e9);
+  std::printf("| decode, batch 1, %lld context | %d tokens | %.2f s | %.1f tok/s, %.1f GB/s |\n",
+              static_cast<long long>(T), gen, dec, gen / dec, wbytes * gen / dec / 1e9);
+  std::printf("| decode, batch 1, empty context | %d tokens | %.2f s | %.1f tok/s, %.1f GB/s |\n", gen, dec0,
+              gen / dec0, wbytes * gen / dec0 / 1e9);
+  std::printf("| decode, batch %d | %d steps | %.2f s | %.1f tok/s |\n", batch, gen, decn, batch * gen / decn);
+  std::printf("\npeak RSS: %.2f GiB\n", peak_rss_bytes() / double(1 << 30));
+  out["prompt_tokens"] = T;
+  out["prefill_s"] = pre;
+  out["prefill_tok_s"] = T / pre;
+  out["decode_tok_s"] = gen / dec;
+  out["decode_empty_tok_s"] = gen / dec0;
+  out["decode_batch"] = batch;
+  out["decode_batch_tok_s"] = batch * gen / decn;
+  out["peak_rss_bytes"] = peak_rss_bytes();
+  if (a.has("json")) {
+    std::ofstream f(a.get("json"));
+    f << out.dump(2) << "\n";
+    if (!f) fail(ErrorKind::kIo, "cannot write ", a.get("json"));
+  }
+  return 0;
+}
+
+}  // namespace locr::app
