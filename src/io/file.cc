@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -53,6 +54,18 @@ std::string join_path(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (!b.empty() && b[0] == '/') return b;
   return a.back() == '/' ? a + b : a + "/" + b;
+}
+
+void release_pages(const void* p, size_t n) {
+#ifdef MADV_PAGEOUT
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // advisory
+#else
+  (void)p;
+  (void)n;
+#endif
 }
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {

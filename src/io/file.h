@@ -15,6 +15,11 @@ std::string read_file(const std::string& path);
 void write_file_atomic(const std::string& path, const std::string& data);
 std::string join_path(const std::string& a, const std::string& b);
 
+// Asks the kernel to reclaim the pages of [p, p + n) now (whole pages inside the range only).
+// Safe on any memory: file-backed pages are re-read on the next touch, anonymous ones are kept or
+// swapped, never lost (MADV_PAGEOUT). Used to drop checkpoint pages once a backend has packed them.
+void release_pages(const void* p, size_t n);
+
 // A read-only private memory map of a whole file. Pages are loaded on first touch.
 class MappedFile {
  public:
