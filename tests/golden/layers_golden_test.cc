@@ -7,7 +7,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "../common/compare.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/config.h"
@@ -15,6 +14,7 @@
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
+#include "tools/compare.h"
 
 namespace fs = std::filesystem;
 
@@ -48,9 +48,9 @@ class LayersGolden : public ::testing::TestWithParam<LayerCase> {};
 
 void expect_close(const std::string& what, const float* got, const Tensor& ref) {
   const Tensor r = ref.to_f32();
-  const auto d = test::compare(got, r.data<float>(), r.numel());
-  EXPECT_GE(d.cosine, 0.99999) << what << ": " << d.str();
-  EXPECT_LE(d.max_abs, 1e-4) << what << ": " << d.str();
+  const auto d = tools::compare_tensors(got, r.data<float>(), r.numel());
+  EXPECT_GE(d.cosine_similarity, 0.99999) << what << ": " << tools::to_json(d).dump();
+  EXPECT_LE(d.max_abs_error, 1e-4) << what << ": " << tools::to_json(d).dump();
 }
 
 TEST_P(LayersGolden, DecoderAndVisionMatchTransformers) {

@@ -12,13 +12,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from minimal_pdf import make_pdf  # noqa: E402
+from serve_process import start_locr_serve  # noqa: E402
 
 failures = []
 MAX_TOKENS = "24"
@@ -28,28 +30,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         failures.append(what)
-
-
-def make_pdf(n_pages, w=144, h=180):
-    """A minimal valid PDF: one content stream per page (a black bar, wider on each page)."""
-    objs = ["<< /Type /Catalog /Pages 2 0 R >>"]
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n_pages))
-    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>")
-    for i in range(n_pages):
-        content = f"0 0 0 rg 10 {h - 40} {30 + 25 * i} 20 re f\n"
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w} {h}] /Resources << >> /Contents {4 + 2 * i} 0 R >>")
-        objs.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
-    out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"
-    offsets = []
-    for i, o in enumerate(objs):
-        offsets.append(len(out))
-        out += f"{i + 1} 0 obj\n{o}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    for off in offsets:
-        out += f"{off:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
 
 
 def page_files(out: Path):
@@ -146,24 +126,12 @@ def main() -> int:
         check(all((out2 / f"p{i:02d}.md").is_file() for i in range(20)), "every document file written")
 
         # 3. --server against locr serve.
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        base = f"http://127.0.0.1:{port}"
-        srv = subprocess.Popen([locr, "serve", model, "--host", "127.0.0.1", "--port", str(port),
-                                "--served-model-name", "lightonocr-2-1b", "--threads", "1"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            for _ in range(600):
-                try:
-                    urllib.request.urlopen(base + "/v1/models", timeout=1).read()
-                    break
-                except OSError:
-                    if srv.poll() is not None:
-                        print("server exited:", srv.stderr.read())
-                        return 1
-                    time.sleep(0.1)
+            srv, base = start_locr_serve(locr, [model])
+        except RuntimeError as e:
+            print(e)
+            return 1
+        try:
             out3 = work / "out3"
             globbed = [str(inputs / "*.png")] + ([str(inputs / "doc.pdf")] if have_pdf else [])
             p = subprocess.run([locr, "ocr", *globbed, "-o", str(out3), "--server", base, "--concurrency", "3", *common],

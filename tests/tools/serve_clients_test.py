@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from serve_process import start_locr_serve  # noqa: E402
 
 failures = []
 
@@ -31,24 +32,12 @@ def main() -> int:
     if subprocess.run([serve_bin, "serve", "--help"], capture_output=True).returncode != 0:
         print(f"SKIP: {serve_bin} has no `serve` command")
         return 77
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    base = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([serve_bin, "serve", "--model", model, "--host", "127.0.0.1", "--port", str(port),
-                            "--served-model-name", "lightonocr-2-1b", "--threads", "1"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/v1/models", timeout=1).read()
-                break
-            except OSError:
-                if srv.poll() is not None:
-                    print("server exited:", srv.stderr.read())
-                    return 1
-                time.sleep(0.1)
+        srv, base = start_locr_serve(serve_bin, ["--model", model], wait_s=30)
+    except RuntimeError as e:
+        print(e)
+        return 1
+    try:
         # chat --mode api: streamed text, system prompt, image as a data: URL.
         p = subprocess.run([locr, "chat", "--mode", "api", "--url", base + "/v1/chat/completions", "--model-name",
                             "lightonocr-2-1b", "--prompt", "Hello, how are you?", "--system", "Be brief.", "--image", image,
