@@ -109,10 +109,11 @@ int cmd_perf(int argc, char** argv) {
       t_proj.push_back(time_it([&] { emb = m->projector().forward(vh, grids); }));
     }
     const int64_t T = static_cast<int64_t>(prompt.ids.size());
+    const DType kv_dtype = m->decoder().kv_dtype();
     const int64_t H = cfg.text.hidden_size, V = cfg.text.vocab_size;
     // Prefill (image rows from a fresh encode are not needed for timing: embeddings suffice).
     Tensor x = Tensor::empty(DType::kF32, {T, H});
-    model::KvCache cache(cfg.text, T + gen + 1);
+    model::KvCache cache(cfg.text, T + gen + 1, 16, kv_dtype);
     std::vector<float> logits(V);
     t_prefill.push_back(time_it([&] {
       m->decoder().embed(prompt.ids.data(), T, x.data<float>());
@@ -131,7 +132,7 @@ int cmd_perf(int argc, char** argv) {
       }
     }));
     // Decode at batch 1 from an empty context (tg in llama-bench terms).
-    model::KvCache empty(cfg.text, gen + 1);
+    model::KvCache empty(cfg.text, gen + 1, 16, kv_dtype);
     t_dec0.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
         m->decoder().embed(&tok, 1, h.data());
@@ -142,7 +143,7 @@ int cmd_perf(int argc, char** argv) {
     // Decode at batch N: N sequences, one token each per step, one decoder pass per step.
     const int bs = 16;
     const int64_t blocks_per_seq = (gen + 1 + bs - 1) / bs;
-    model::KvPool pool(cfg.text, blocks_per_seq * batch, bs);
+    model::KvPool pool(cfg.text, blocks_per_seq * batch, bs, kv_dtype);
     std::vector<std::vector<int32_t>> tables(batch);
     for (int s = 0; s < batch; ++s)
       for (int64_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s * blocks_per_seq + b));

@@ -268,7 +268,8 @@ int cmd_serve(int argc, char** argv) {
   if (a.has("kv-cache-memory-bytes"))
     kv_memory = server::parse_size(a.get("kv-cache-memory-bytes"), "--kv-cache-memory-bytes");
   const server::MemoryPlan plan =
-      server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory);
+      server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory,
+                          model->decoder().kv_dtype());
   eo.kv_cache_bytes = plan.kv_bytes;
   LOCR_INFO("serve: ", plan.explain());
 

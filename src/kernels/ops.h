@@ -46,6 +46,8 @@ struct AttentionParams {
   // block_table[j / block_size] * block_size + j % block_size of the k/v pools.
   const int32_t* block_table = nullptr;
   int64_t block_size = 0;
+  // Element type of k and v: F32, or BF16 for a BF16 KV cache (Ops::kv_dtype). q and out are F32.
+  DType kv_dtype = DType::kF32;
 
   int64_t kv_row(int64_t j) const {
     return block_table ? static_cast<int64_t>(block_table[j / block_size]) * block_size + j % block_size : j;
@@ -59,6 +61,10 @@ class Ops {
 
   // Optional: attach a packed copy of a weight for faster matmul. Default does nothing.
   virtual void prepare(Matrix& w) {}
+
+  // Element type this backend wants the decoder's KV cache in (attention reads it as given by
+  // AttentionParams::kv_dtype). F32 unless the backend computes in BF16 anyway.
+  virtual DType kv_dtype() const { return DType::kF32; }
 
   // y[M, N] = x[M, K] · W[N, K]^T.  x row stride K, y row stride N.
   virtual void matmul(const float* x, int64_t M, const Matrix& w, float* y) = 0;
@@ -80,8 +86,9 @@ class Ops {
   // y[i] += x[i]
   virtual void add(float* y, const float* x, int64_t n) = 0;
 
-  // out = softmax(q k^T * scale [+ causal mask]) v per head; softmax in f32.
-  virtual void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) = 0;
+  // out = softmax(q k^T * scale [+ causal mask]) v per head; softmax in f32. k and v hold
+  // p.kv_dtype elements (F32 or BF16).
+  virtual void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) = 0;
 
   // out[i, :] = table[ids[i], :] converted to f32.
   virtual void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) = 0;

@@ -8,21 +8,37 @@
 
 namespace locr::model {
 
-KvPool::KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size)
+KvPool::KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size, DType dtype)
     : n_blocks_(n_blocks), block_size_(block_size),
-      width_(static_cast<int64_t>(cfg.num_key_value_heads) * cfg.head_dim) {
+      width_(static_cast<int64_t>(cfg.num_key_value_heads) * cfg.head_dim), dtype_(dtype) {
+  LOCR_CHECK(dtype == DType::kF32 || dtype == DType::kBF16, "KV cache dtype ", dtype_name(dtype));
   for (int i = 0; i < cfg.num_hidden_layers; ++i) {
-    k_.push_back(Tensor::empty(DType::kF32, {n_blocks * block_size, width_}));
-    v_.push_back(Tensor::empty(DType::kF32, {n_blocks * block_size, width_}));
+    k_.push_back(Tensor::empty(dtype, {n_blocks * block_size, width_}));
+    v_.push_back(Tensor::empty(dtype, {n_blocks * block_size, width_}));
   }
 }
 
-int64_t KvPool::bytes_per_block(const TextConfig& cfg, int block_size) {
-  return 2LL * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * cfg.head_dim * sizeof(float);
+void KvPool::store(int layer, int64_t slot, const float* k, const float* v) {
+  if (dtype_ == DType::kF32) {
+    std::memcpy(k_[layer].data<float>() + slot * width_, k, width_ * sizeof(float));
+    std::memcpy(v_[layer].data<float>() + slot * width_, v, width_ * sizeof(float));
+    return;
+  }
+  uint16_t* kd = static_cast<uint16_t*>(k_[layer].raw()) + slot * width_;
+  uint16_t* vd = static_cast<uint16_t*>(v_[layer].raw()) + slot * width_;
+  for (int64_t i = 0; i < width_; ++i) {
+    kd[i] = f32_to_bf16(k[i]);
+    vd[i] = f32_to_bf16(v[i]);
+  }
 }
 
-KvCache::KvCache(const TextConfig& cfg, int64_t capacity, int block_size)
-    : capacity_(capacity), pool_(cfg, (capacity + block_size - 1) / block_size, block_size) {
+int64_t KvPool::bytes_per_block(const TextConfig& cfg, int block_size, DType dtype) {
+  return 2LL * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * cfg.head_dim *
+         static_cast<int64_t>(dtype_size(dtype));
+}
+
+KvCache::KvCache(const TextConfig& cfg, int64_t capacity, int block_size, DType dtype)
+    : capacity_(capacity), pool_(cfg, (capacity + block_size - 1) / block_size, block_size, dtype) {
   table_.resize(pool_.n_blocks());
   std::iota(table_.begin(), table_.end(), 0);
 }
@@ -83,8 +99,7 @@ void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv
       for (int64_t i = 0; i < s.n_new; ++i) {
         const int64_t pos = s.pos0 + i;
         const int64_t slot = static_cast<int64_t>(s.block_table[pos / bs]) * bs + pos % bs;
-        std::memcpy(kv.k(l) + slot * kvw, k.data<float>() + (row + i) * kvw, kvw * sizeof(float));
-        std::memcpy(kv.v(l) + slot * kvw, v.data<float>() + (row + i) * kvw, kvw * sizeof(float));
+        kv.store(l, slot, k.data<float>() + (row + i) * kvw, v.data<float>() + (row + i) * kvw);
       }
       kernels::AttentionParams ap;
       ap.n_q = s.n_new;
@@ -100,6 +115,7 @@ void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv
       ap.q_offset = s.pos0;
       ap.block_table = s.block_table;
       ap.block_size = bs;
+      ap.kv_dtype = kv.dtype();
       ops_.attention(q.data<float>() + row * qw, kv.k(l), kv.v(l), attn.data<float>() + row * qw, ap);
       row += s.n_new;
     }

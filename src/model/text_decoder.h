@@ -22,21 +22,28 @@ namespace locr::model {
 // [n_kv_heads * head_dim] keys (post norm, post RoPE) and values. Which rows belong to which
 // sequence is the block table's business (runtime/block_manager.h). Memory is reserved up front
 // and committed by the OS as rows are first written.
+// Rows are F32, or BF16 when the kernel backend asks for it (Ops::kv_dtype): half the memory and
+// half the bytes that decode attention streams per token.
 class KvPool {
  public:
-  KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size);
+  KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size, DType dtype = DType::kF32);
   int block_size() const { return block_size_; }
   int64_t n_blocks() const { return n_blocks_; }
   int64_t row_width() const { return width_; }
-  float* k(int layer) { return k_[layer].data<float>(); }
-  float* v(int layer) { return v_[layer].data<float>(); }
+  DType dtype() const { return dtype_; }
+  const void* k(int layer) const { return k_[layer].raw(); }
+  const void* v(int layer) const { return v_[layer].raw(); }
+  // Writes one position's keys and values (F32 [row_width] each) into pool row `slot`, rounding
+  // to nearest even when the pool is BF16.
+  void store(int layer, int64_t slot, const float* k, const float* v);
   // Bytes per block over all layers (keys and values).
-  static int64_t bytes_per_block(const TextConfig& cfg, int block_size);
+  static int64_t bytes_per_block(const TextConfig& cfg, int block_size, DType dtype = DType::kF32);
 
  private:
   int64_t n_blocks_;
   int block_size_;
   int64_t width_;
+  DType dtype_;
   std::vector<Tensor> k_, v_;
 };
 
@@ -51,7 +58,7 @@ struct SeqStep {
 // A single sequence with its own small pool and an identity block table (CLI use).
 class KvCache {
  public:
-  KvCache(const TextConfig& cfg, int64_t capacity, int block_size = 16);
+  KvCache(const TextConfig& cfg, int64_t capacity, int block_size = 16, DType dtype = DType::kF32);
   int64_t size() const { return size_; }
   int64_t capacity() const { return capacity_; }
   KvPool& pool() { return pool_; }
@@ -83,6 +90,9 @@ class TextDecoder {
   void logits(const float* h, int64_t n, float* out) const;
 
   void embed(const int32_t* ids, int64_t n, float* out) const;
+
+  // The KV cache element type the kernels want (allocate KvPool / KvCache with it).
+  DType kv_dtype() const { return ops_.kv_dtype(); }
 
  private:
   const TextConfig& cfg_;

@@ -57,14 +57,14 @@ uint64_t hash_images(const std::vector<model::ProcessedImage>& images) {
 Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
     : model_(model),
       opts_(opts),
-      blocks_(std::max<int64_t>(1, opts.kv_cache_bytes / model::KvPool::bytes_per_block(model.config().text, opts.block_size)),
+      blocks_(std::max<int64_t>(1, opts.kv_cache_bytes / model::KvPool::bytes_per_block(model.config().text, opts.block_size, model.decoder().kv_dtype())),
               opts.block_size, opts.enable_prefix_caching),
-      kv_(model.config().text, blocks_.n_blocks(), opts.block_size) {
+      kv_(model.config().text, blocks_.n_blocks(), opts.block_size, model.decoder().kv_dtype()) {
   if (opts_.vision_budget <= 0) opts_.vision_budget = 4LL * opts_.max_num_batched_tokens;
   free_blocks_ = blocks_.n_free();
   LOCR_INFO("engine: ", blocks_.n_blocks(), " KV blocks of ", opts_.block_size, " tokens (",
             blocks_.n_blocks() * opts_.block_size, " tokens, ",
-            (blocks_.n_blocks() * model::KvPool::bytes_per_block(model.config().text, opts.block_size)) >> 20,
+            (blocks_.n_blocks() * model::KvPool::bytes_per_block(model.config().text, opts.block_size, model.decoder().kv_dtype())) >> 20,
             " MiB reserved), max_num_seqs ", opts_.max_num_seqs, ", max_num_batched_tokens ",
             opts_.max_num_batched_tokens, ", prefix caching ", opts_.enable_prefix_caching ? "on" : "off");
   thread_ = std::thread([this] { loop(); });

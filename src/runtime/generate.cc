@@ -37,7 +37,7 @@ GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt,
 
   t0 = std::chrono::steady_clock::now();
   Tensor x = m.embed_prompt(prompt.ids, prompt.images.empty() ? nullptr : &enc.embeds);
-  model::KvCache cache(tc, T + std::max(0, opts.max_tokens));
+  model::KvCache cache(tc, T + std::max(0, opts.max_tokens), 16, m.decoder().kv_dtype());
   std::function<void(int, const float*)> on_hidden;
   if (hooks.on_hidden) on_hidden = [&](int i, const float* h) { hooks.on_hidden(i, h, T); };
   m.decoder().forward(x.data<float>(), T, cache, on_hidden);

@@ -69,7 +69,7 @@ int64_t activation_estimate(const model::ModelConfig& cfg, const runtime::Engine
 }
 
 MemoryPlan plan_memory(const model::ModelConfig& cfg, const runtime::EngineOptions& opts, const std::string& model_dir,
-                       double utilization, int64_t kv_cache_memory) {
+                       double utilization, int64_t kv_cache_memory, DType kv_dtype) {
   MemoryPlan p;
   p.weight_bytes = weight_bytes(model_dir);
   p.activation_bytes = activation_estimate(cfg, opts);
@@ -85,7 +85,7 @@ MemoryPlan plan_memory(const model::ModelConfig& cfg, const runtime::EngineOptio
            utilization, " x ", p.mem_total >> 20, " MiB RAM - ", p.weight_bytes >> 20, " MiB weights - ",
            p.activation_bytes >> 20, " MiB activations (estimate) <= 0; raise it or give --kv-cache-memory");
   }
-  const int64_t per_block = model::KvPool::bytes_per_block(cfg.text, opts.block_size);
+  const int64_t per_block = model::KvPool::bytes_per_block(cfg.text, opts.block_size, kv_dtype);
   const int64_t blocks_needed =
       2LL * opts.max_num_seqs * ((opts.max_model_len + opts.block_size - 1) / opts.block_size);
   if (p.kv_bytes > blocks_needed * per_block) {

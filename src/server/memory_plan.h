@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype.h"
 #include "model/config.h"
 #include "runtime/engine.h"
 
@@ -31,6 +32,7 @@ int64_t activation_estimate(const model::ModelConfig& cfg, const runtime::Engine
 
 // kv_cache_memory >= 0 wins; else utilization in (0, 1].
 MemoryPlan plan_memory(const model::ModelConfig& cfg, const runtime::EngineOptions& opts, const std::string& model_dir,
-                       double utilization, int64_t kv_cache_memory);
+                       double utilization, int64_t kv_cache_memory,
+                       DType kv_dtype = DType::kF32);
 
 }  // namespace locr::server

@@ -104,7 +104,9 @@ def test_kv_cache_memory_and_inline_chat_template():
     s = Server("--kv-cache-memory", "64MiB", "--max-model-len", "2048", "--chat-template", template,
                "--generation-config", "vllm")
     try:
-        assert "4096 KV blocks" in s.log and "64 MiB reserved" in s.log
+        # tiny_a: 2 layers x 2 (K, V) x 16 rows x 64 (kv heads x head_dim) x 2 bytes (BF16 cache of
+        # the default cpu-bf16 backend) = 8 KiB per block.
+        assert "8192 KV blocks" in s.log and "64 MiB reserved" in s.log
         r = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
         assert r.status_code == 200
         # The served name defaults to MODEL as given.

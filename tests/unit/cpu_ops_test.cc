@@ -111,10 +111,10 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
   }
 
   void check_attention(int64_t n_q, int64_t n_kv, int64_t heads, int64_t kv_heads, int64_t hd, bool causal,
-                       int64_t q_offset, int64_t pad, int64_t block_size = 0) {
+                       int64_t q_offset, int64_t pad, int64_t block_size = 0, bool kv_bf16 = false) {
     SCOPED_TRACE(testing::Message() << "n_q=" << n_q << " n_kv=" << n_kv << " heads=" << heads << "/" << kv_heads
                                     << " hd=" << hd << " causal=" << causal << " q_offset=" << q_offset
-                                    << " pad=" << pad << " block_size=" << block_size);
+                                    << " pad=" << pad << " block_size=" << block_size << " kv_bf16=" << kv_bf16);
     AttentionParams p;
     p.n_q = n_q;
     p.n_kv = n_kv;
@@ -132,7 +132,15 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
     const auto k = random_vec(n_kv * p.kv_stride, 12, -2.0f, 2.0f);
     const auto v = random_vec(n_kv * p.kv_stride, 13);
     std::vector<float> out(n_q * p.out_stride, 7.0f), outr(n_q * p.out_stride, 7.0f);
-    ref_->attention(q.data(), k.data(), v.data(), outr.data(), p);
+    // A BF16 KV cache: both sides read the same BF16 keys and values.
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      k16[i] = f32_to_bf16(k[i]);
+      v16[i] = f32_to_bf16(v[i]);
+    }
+    if (kv_bf16) p.kv_dtype = DType::kBF16;
+    ref_->attention(q.data(), kv_bf16 ? static_cast<const void*>(k16.data()) : k.data(),
+                    kv_bf16 ? static_cast<const void*>(v16.data()) : v.data(), outr.data(), p);
     if (block_size > 0) {
       // Paged KV: scatter the rows over a pool in reversed block order (plus a spare block), with
       // NaN in the unused rows so a wrong read shows up.
@@ -140,14 +148,22 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
       std::vector<int32_t> table(n_blocks);
       for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - b);
       std::vector<float> kp((n_blocks + 1) * block_size * p.kv_stride, NAN), vp(kp.size(), NAN);
+      std::vector<uint16_t> kp16(kp.size(), 0x7fc0), vp16(kp.size(), 0x7fc0);  // bf16 NaN
       for (int64_t j = 0; j < n_kv; ++j) {
         const int64_t row = table[j / block_size] * block_size + j % block_size;
         std::copy(k.begin() + j * p.kv_stride, k.begin() + (j + 1) * p.kv_stride, kp.begin() + row * p.kv_stride);
         std::copy(v.begin() + j * p.kv_stride, v.begin() + (j + 1) * p.kv_stride, vp.begin() + row * p.kv_stride);
+        std::copy(k16.begin() + j * p.kv_stride, k16.begin() + (j + 1) * p.kv_stride, kp16.begin() + row * p.kv_stride);
+        std::copy(v16.begin() + j * p.kv_stride, v16.begin() + (j + 1) * p.kv_stride, vp16.begin() + row * p.kv_stride);
       }
       p.block_table = table.data();
       p.block_size = block_size;
-      ops_->attention(q.data(), kp.data(), vp.data(), out.data(), p);
+      if (kv_bf16)
+        ops_->attention(q.data(), kp16.data(), vp16.data(), out.data(), p);
+      else
+        ops_->attention(q.data(), kp.data(), vp.data(), out.data(), p);
+    } else if (kv_bf16) {
+      ops_->attention(q.data(), k16.data(), v16.data(), out.data(), p);
     } else {
       ops_->attention(q.data(), k.data(), v.data(), out.data(), p);
     }
@@ -234,6 +250,18 @@ TEST_P(CpuOpsTest, AttentionPagedKv) {
   check_attention(1, 5, 2, 1, 64, true, 4, 0, 16);        // fewer keys than one block
   check_attention(40, 103, 4, 2, 128, true, 63, 0, 16);   // chunked prefill (tiled path)
   check_attention(20, 64, 2, 2, 64, true, 44, 1, 32);
+}
+
+// A BF16 KV cache (cpu-bf16's default): decode, few-query and chunked prefill, contiguous and
+// paged, against the oracle reading the same BF16 keys and values.
+TEST_P(CpuOpsTest, AttentionBf16Kv) {
+  check_attention(1, 131, 4, 2, 128, true, 130, 0, 16, true);  // decode, partial last block
+  check_attention(1, 1, 4, 4, 64, true, 0, 1, 0, true);
+  check_attention(3, 70, 4, 2, 128, true, 67, 2, 16, true);
+  check_attention(2, 300, 4, 2, 128, true, 40, 0, 0, true);
+  check_attention(1, 50, 2, 1, 18, true, 49, 0, 16, true);     // odd head_dim: masked tails
+  check_attention(40, 103, 4, 2, 128, true, 63, 0, 16, true);  // chunked prefill (tiled path)
+  check_attention(45, 45, 4, 2, 128, true, 0, 0, 0, true);
 }
 
 TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {

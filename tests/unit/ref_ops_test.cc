@@ -121,6 +121,39 @@ TEST(RefOps, PagedAttentionMatchesContiguous) {
   for (int64_t d = 0; d < hd; ++d) EXPECT_FLOAT_EQ(a[d], b[d]);
 }
 
+TEST(RefOps, Bf16KvReadsTheSameValuesAsF32) {
+  // A BF16 cache holds bf16-rounded keys/values; reading them must equal an F32 cache holding the
+  // same rounded values, bit for bit (the widening is exact).
+  auto ops = make_ops("ref");
+  const int64_t n = 9, hd = 4;
+  // 2 query rows of 2 heads; 1 kv head.
+  std::vector<float> q(2 * 2 * hd), k(n * hd), v(n * hd);
+  std::vector<uint16_t> k16(n * hd), v16(n * hd);
+  for (int64_t i = 0; i < 2 * 2 * hd; ++i) q[i] = std::sin(1.3 * i);
+  for (int64_t i = 0; i < n * hd; ++i) {
+    k16[i] = f32_to_bf16(static_cast<float>(std::sin(0.7 * i) * 3.1));
+    v16[i] = f32_to_bf16(static_cast<float>(std::cos(0.3 * i) * 1.7));
+    k[i] = bf16_to_f32(k16[i]);
+    v[i] = bf16_to_f32(v16[i]);
+  }
+  AttentionParams p;
+  p.n_q = 2;
+  p.n_kv = n;
+  p.n_heads = 2;
+  p.n_kv_heads = 1;
+  p.head_dim = hd;
+  p.q_stride = p.out_stride = 2 * hd;
+  p.kv_stride = hd;
+  p.scale = 0.5f;
+  p.causal = true;
+  p.q_offset = n - 2;
+  std::vector<float> a(2 * 2 * hd), b(2 * 2 * hd);
+  ops->attention(q.data(), k.data(), v.data(), a.data(), p);
+  p.kv_dtype = DType::kBF16;
+  ops->attention(q.data(), k16.data(), v16.data(), b.data(), p);
+  for (int64_t i = 0; i < 2 * 2 * hd; ++i) EXPECT_EQ(a[i], b[i]) << i;
+}
+
 TEST(RefOps, UnknownBackend) { EXPECT_THROW(make_ops("tpu"), Error); }
 
 }  // namespace

@@ -394,7 +394,16 @@ class CpuOps final : public Ops {
     ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) { t_->add(y + b, x + b, e - b); });
   }
 
-  void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) override {
+  DType kv_dtype() const override { return precision_ == CpuPrecision::kBF16 ? DType::kBF16 : DType::kF32; }
+
+  void attention(const float* q, const void* kv_k, const void* kv_v, float* out, const AttentionParams& p) override {
+    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16, "attention kv dtype ", dtype_name(p.kv_dtype));
+    const bool kv_bf16 = p.kv_dtype == DType::kBF16;
+    // Typed views; only the one matching kv_dtype is dereferenced.
+    const auto* k = static_cast<const float*>(kv_k);
+    const auto* v = static_cast<const float*>(kv_v);
+    const auto* k16 = static_cast<const uint16_t*>(kv_k);
+    const auto* v16 = static_cast<const uint16_t*>(kv_v);
     LOCR_CHECK(p.n_heads > 0 && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, "attention heads ", p.n_heads,
                " / kv heads ", p.n_kv_heads);
     LOCR_CHECK(p.head_dim > 0 && p.q_stride >= p.n_heads * p.head_dim && p.kv_stride >= p.n_kv_heads * p.head_dim &&
@@ -417,6 +426,7 @@ class CpuOps final : public Ops {
     a.kv_head_stride = p.head_dim;
     a.scale = p.scale;
     a.causal = p.causal;
+    a.kv_bf16 = kv_bf16;
     ThreadPool& pool = ThreadPool::global();
     if (p.n_q <= kAttnRowsMaxQ) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
@@ -437,8 +447,13 @@ class CpuOps final : public Ops {
           AttnArgs ac = a;
           if (paged) {  // rebase so that logical row j of this block addresses its pool row
             const int64_t shift = (static_cast<int64_t>(p.block_table[c]) - c) * p.block_size * p.kv_stride;
-            ac.k = k + shift;
-            ac.v = v + shift;
+            if (kv_bf16) {
+              ac.k = reinterpret_cast<const float*>(k16 + shift);
+              ac.v = reinterpret_cast<const float*>(v16 + shift);
+            } else {
+              ac.k = k + shift;
+              ac.v = v + shift;
+            }
           }
           t_->attn_chunk(ac, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
                          pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
@@ -451,8 +466,9 @@ class CpuOps final : public Ops {
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
-    // A paged cache is gathered through its block table in the same copy.
-    if ((p.kv_stride != p.head_dim || p.block_table) && p.n_kv > 0) {
+    // A paged cache is gathered through its block table, and a BF16 one widened, in the same copy.
+    a.kv_bf16 = false;
+    if ((p.kv_stride != p.head_dim || p.block_table || kv_bf16) && p.n_kv > 0) {
       const int64_t per_head = p.n_kv * p.head_dim;
       kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
       float* kc = kv_copy.get();
@@ -460,9 +476,16 @@ class CpuOps final : public Ops {
       pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
         for (int64_t j = b; j < e; ++j)
           for (int64_t kh = 0; kh < p.n_kv_heads; ++kh) {
-            const int64_t row = p.kv_row(j);
-            std::memcpy(kc + kh * per_head + j * p.head_dim, k + row * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
-            std::memcpy(vc + kh * per_head + j * p.head_dim, v + row * p.kv_stride + kh * p.head_dim, p.head_dim * 4);
+            const int64_t row = p.kv_row(j), src = row * p.kv_stride + kh * p.head_dim;
+            float* kd = kc + kh * per_head + j * p.head_dim;
+            float* vd = vc + kh * per_head + j * p.head_dim;
+            if (kv_bf16) {
+              t_->bf16_to_f32(k16 + src, kd, p.head_dim);
+              t_->bf16_to_f32(v16 + src, vd, p.head_dim);
+            } else {
+              std::memcpy(kd, k + src, p.head_dim * 4);
+              std::memcpy(vd, v + src, p.head_dim * 4);
+            }
           }
       });
       a.k = kc;

@@ -26,9 +26,11 @@ struct AttnArgs {
   const float* v;
   float* out;
   int64_t n_q, n_kv, n_heads, n_kv_heads, head_dim, q_stride, kv_stride, out_stride, q_offset;
-  int64_t kv_head_stride;  // floats between kv heads in k / v (head_dim when interleaved in rows)
+  int64_t kv_head_stride;  // elements between kv heads in k / v (head_dim when interleaved in rows)
   float scale;
   bool causal;
+  // Few-query path only: k and v point at BF16 elements (a BF16 KV cache); strides in elements.
+  bool kv_bf16;
   // bf16 tiled path only (prepared by the caller): per kv head, K rows [n_kv][hd_pad] bf16 and V
   // pairs [n_kv_pad / 2][hd_pad][2] bf16 where hd_pad = head_dim rounded up to 32.
   const uint16_t* kb;

@@ -553,6 +553,20 @@ inline float dot_hd(const float* x, const float* y, int64_t hd) {
   return vhsum(vadd(acc0, acc1));
 }
 
+inline float dot_hd_bf16(const float* x, const uint16_t* y, int64_t hd) {
+  vf acc0 = vzero(), acc1 = vzero();
+  int64_t d = 0;
+  for (; d + 2 * W <= hd; d += 2 * W) {
+    acc0 = vfma(vload(x + d), vload_bf16(y + d), acc0);
+    acc1 = vfma(vload(x + d + W), vload_bf16(y + d + W), acc1);
+  }
+  for (; d < hd; d += W) {
+    const int n = static_cast<int>(min64(W, hd - d));
+    acc0 = vfma(vload_n(x + d, n), vload_bf16_n(y + d, n), acc0);
+  }
+  return vhsum(vadd(acc0, acc1));
+}
+
 void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* s) {
   const int64_t hd = a.head_dim, nh = a.n_heads, group = a.n_heads / a.n_kv_heads;
   const int64_t n_vis = a.causal ? min64(a.n_kv, a.q_offset + i + 1) : a.n_kv;
@@ -567,10 +581,17 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     return;
   }
   const float* qi = a.q + i * a.q_stride;
-  for (int64_t j = j0; j < j1; ++j) {
-    const float* kr = a.k + j * a.kv_stride;
-    for (int64_t h = 0; h < nh; ++h)
-      s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
+  if (a.kv_bf16) {
+    const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t h = 0; h < nh; ++h)
+        s[h * jn + (j - j0)] = dot_hd_bf16(qi + h * hd, k16 + j * a.kv_stride + (h / group) * a.kv_head_stride, hd) * a.scale;
+  } else {
+    for (int64_t j = j0; j < j1; ++j) {
+      const float* kr = a.k + j * a.kv_stride;
+      for (int64_t h = 0; h < nh; ++h)
+        s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
+    }
   }
   for (int64_t h = 0; h < nh; ++h) {
     float* sh = s + h * jn;
@@ -592,6 +613,22 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     }
     ml[2 * h] = mx;
     ml[2 * h + 1] = vhsum(sum);
+  }
+  if (a.kv_bf16) {
+    const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
+    for (int64_t j = j0; j < j1; ++j)
+      for (int64_t h = 0; h < nh; ++h) {
+        const vf p = vset1(s[h * jn + (j - j0)]);
+        const uint16_t* vh = v16 + j * a.kv_stride + (h / group) * a.kv_head_stride;
+        float* oh = o + h * hd;
+        int64_t d = 0;
+        for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload_bf16(vh + d), vload(oh + d)));
+        if (d < hd) {
+          const int n = static_cast<int>(hd - d);
+          vstore_n(oh + d, vfma(p, vload_bf16_n(vh + d, n), vload_n(oh + d, n)), n);
+        }
+      }
+    return;
   }
   for (int64_t j = j0; j < j1; ++j) {
     const float* vr = a.v + j * a.kv_stride;

@@ -81,8 +81,16 @@ class RefOps final : public Ops {
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
   }
 
-  void attention(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) override {
+  void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) override {
     LOCR_CHECK(p.n_heads % p.n_kv_heads == 0);
+    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16, "attention kv dtype ", dtype_name(p.kv_dtype));
+    const bool kv_bf16 = p.kv_dtype == DType::kBF16;
+    // Element e of k / v row `row` as a double.
+    auto kv_at = [&](const void* base, int64_t row, int64_t e) -> double {
+      const int64_t i = row * p.kv_stride + e;
+      return kv_bf16 ? static_cast<double>(bf16_to_f32(static_cast<const uint16_t*>(base)[i]))
+                     : static_cast<double>(static_cast<const float*>(base)[i]);
+    };
     const int64_t group = p.n_heads / p.n_kv_heads;
     ThreadPool::global().parallel_for(p.n_q * p.n_heads, 1, [&](int64_t b, int64_t e, int) {
       std::vector<double> scores(p.n_kv);
@@ -93,9 +101,9 @@ class RefOps final : public Ops {
         const int64_t n_visible = p.causal ? std::min(p.n_kv, p.q_offset + i + 1) : p.n_kv;
         double mx = -INFINITY;
         for (int64_t j = 0; j < n_visible; ++j) {
-          const float* kj = k + p.kv_row(j) * p.kv_stride + kh * p.head_dim;
+          const int64_t row = p.kv_row(j);
           double s = 0;
-          for (int64_t d = 0; d < p.head_dim; ++d) s += static_cast<double>(qi[d]) * kj[d];
+          for (int64_t d = 0; d < p.head_dim; ++d) s += static_cast<double>(qi[d]) * kv_at(k, row, kh * p.head_dim + d);
           scores[j] = s * p.scale;
           mx = std::max(mx, scores[j]);
         }
@@ -106,9 +114,9 @@ class RefOps final : public Ops {
         }
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < n_visible; ++j) {
-          const float* vj = v + p.kv_row(j) * p.kv_stride + kh * p.head_dim;
+          const int64_t row = p.kv_row(j);
           const double wgt = scores[j] / sum;
-          for (int64_t d = 0; d < p.head_dim; ++d) acc[d] += wgt * vj[d];
+          for (int64_t d = 0; d < p.head_dim; ++d) acc[d] += wgt * kv_at(v, row, kh * p.head_dim + d);
         }
         float* o = out + i * p.out_stride + h * p.head_dim;
         for (int64_t d = 0; d < p.head_dim; ++d) o[d] = static_cast<float>(acc[d]);
