@@ -430,10 +430,10 @@ class CpuOps final : public Ops {
     ThreadPool& pool = ThreadPool::global();
     if (p.n_q <= kAttnRowsMaxQ) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
-      // With a paged KV cache a chunk is one block, whose rows are contiguous in the pool.
-      const bool paged = p.block_table != nullptr;
-      const int64_t chunk = paged ? p.block_size
-                                  : std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
+      // A paged cache is read through its block table inside the kernel, so chunks span blocks.
+      a.block_table = p.block_table;
+      a.block_size = p.block_size;
+      const int64_t chunk = std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
       const int64_t n_chunks = ceil_div(std::max<int64_t>(p.n_kv, 1), chunk);
       const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
       const size_t per = static_cast<size_t>(p.n_heads * chunk + 16);
@@ -444,18 +444,7 @@ class CpuOps final : public Ops {
       pool.parallel_for(p.n_q * n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
         for (int64_t task = b; task < e; ++task) {
           const int64_t i = task / n_chunks, c = task % n_chunks;
-          AttnArgs ac = a;
-          if (paged) {  // rebase so that logical row j of this block addresses its pool row
-            const int64_t shift = (static_cast<int64_t>(p.block_table[c]) - c) * p.block_size * p.kv_stride;
-            if (kv_bf16) {
-              ac.k = reinterpret_cast<const float*>(k16 + shift);
-              ac.v = reinterpret_cast<const float*>(v16 + shift);
-            } else {
-              ac.k = k + shift;
-              ac.v = v + shift;
-            }
-          }
-          t_->attn_chunk(ac, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
+          t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
                          pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
         }
       });

@@ -31,6 +31,10 @@ struct AttnArgs {
   bool causal;
   // Few-query path only: k and v point at BF16 elements (a BF16 KV cache); strides in elements.
   bool kv_bf16;
+  // Few-query path only: paged KV (logical key row j lives at row
+  // block_table[j / block_size] * block_size + j % block_size), or null for contiguous rows.
+  const int32_t* block_table;
+  int64_t block_size;
   // bf16 tiled path only (prepared by the caller): per kv head, K rows [n_kv][hd_pad] bf16 and V
   // pairs [n_kv_pad / 2][hd_pad][2] bf16 where hd_pad = head_dim rounded up to 32.
   const uint16_t* kb;

@@ -581,14 +581,20 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     return;
   }
   const float* qi = a.q + i * a.q_stride;
+  // Pool row of logical key j (through the block table when the cache is paged).
+  auto row_of = [&a](int64_t j) {
+    return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+  };
   if (a.kv_bf16) {
     const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
-    for (int64_t j = j0; j < j1; ++j)
+    for (int64_t j = j0; j < j1; ++j) {
+      const uint16_t* kr = k16 + row_of(j) * a.kv_stride;
       for (int64_t h = 0; h < nh; ++h)
-        s[h * jn + (j - j0)] = dot_hd_bf16(qi + h * hd, k16 + j * a.kv_stride + (h / group) * a.kv_head_stride, hd) * a.scale;
+        s[h * jn + (j - j0)] = dot_hd_bf16(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
+    }
   } else {
     for (int64_t j = j0; j < j1; ++j) {
-      const float* kr = a.k + j * a.kv_stride;
+      const float* kr = a.k + row_of(j) * a.kv_stride;
       for (int64_t h = 0; h < nh; ++h)
         s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
     }
@@ -616,10 +622,11 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
   }
   if (a.kv_bf16) {
     const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
-    for (int64_t j = j0; j < j1; ++j)
+    for (int64_t j = j0; j < j1; ++j) {
+      const uint16_t* vr = v16 + row_of(j) * a.kv_stride;
       for (int64_t h = 0; h < nh; ++h) {
         const vf p = vset1(s[h * jn + (j - j0)]);
-        const uint16_t* vh = v16 + j * a.kv_stride + (h / group) * a.kv_head_stride;
+        const uint16_t* vh = vr + (h / group) * a.kv_head_stride;
         float* oh = o + h * hd;
         int64_t d = 0;
         for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload_bf16(vh + d), vload(oh + d)));
@@ -628,10 +635,11 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
           vstore_n(oh + d, vfma(p, vload_bf16_n(vh + d, n), vload_n(oh + d, n)), n);
         }
       }
+    }
     return;
   }
   for (int64_t j = j0; j < j1; ++j) {
-    const float* vr = a.v + j * a.kv_stride;
+    const float* vr = a.v + row_of(j) * a.kv_stride;
     for (int64_t h = 0; h < nh; ++h) {
       const vf p = vset1(s[h * jn + (j - j0)]);
       const float* vh = vr + (h / group) * a.kv_head_stride;
