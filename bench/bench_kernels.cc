@@ -119,8 +119,9 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
 }
 
 // Attention with contiguous q / k / v ([n, heads * head_dim]).
+// kv_bf16: a BF16 KV cache in 16-row blocks with a shuffled block table (cpu-bf16's decode case).
 void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_t n_kv, int64_t heads,
-                  int64_t kv_heads, int64_t hd, bool causal, int kv_copies) {
+                  int64_t kv_heads, int64_t hd, bool causal, int kv_copies, bool kv_bf16) {
   auto ops = locr::kernels::make_ops(backend);
   AttentionParams p;
   p.n_q = n_q;
@@ -141,11 +142,35 @@ void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_
     vs.push_back(random_vec(static_cast<size_t>(n_kv * p.kv_stride), 50 + c));
   }
   std::vector<float> out(static_cast<size_t>(n_q * p.out_stride));
+  std::vector<std::vector<uint16_t>> ks16, vs16;
+  std::vector<int32_t> table;
+  if (kv_bf16) {
+    const int64_t bs = 16, n_blocks = (n_kv + bs - 1) / bs;
+    for (int64_t b = 0; b < n_blocks; ++b) table.push_back(static_cast<int32_t>(n_blocks - 1 - b));  // reversed
+    for (int c = 0; c < kv_copies; ++c) {
+      std::vector<uint16_t> k16(n_blocks * bs * p.kv_stride), v16(k16.size());
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const int64_t row = table[j / bs] * bs + j % bs;
+        for (int64_t e = 0; e < p.kv_stride; ++e) {
+          k16[row * p.kv_stride + e] = locr::f32_to_bf16(ks[c][j * p.kv_stride + e]);
+          v16[row * p.kv_stride + e] = locr::f32_to_bf16(vs[c][j * p.kv_stride + e]);
+        }
+      }
+      ks16.push_back(std::move(k16));
+      vs16.push_back(std::move(v16));
+    }
+    p.kv_dtype = locr::DType::kBF16;
+    p.block_table = table.data();
+    p.block_size = bs;
+  }
   const CpuClock clock;
   size_t i = 0;
   for (auto _ : st) {
     const size_t c = i++ % ks.size();
-    ops->attention(q.data(), ks[c].data(), vs[c].data(), out.data(), p);
+    if (kv_bf16)
+      ops->attention(q.data(), ks16[c].data(), vs16[c].data(), out.data(), p);
+    else
+      ops->attention(q.data(), ks[c].data(), vs[c].data(), out.data(), p);
     benchmark::DoNotOptimize(out.data());
   }
   const double cpu_s = clock.elapsed();
@@ -153,7 +178,7 @@ void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_
   double pairs = static_cast<double>(n_q) * n_kv;
   if (causal) pairs = static_cast<double>(n_q) * (n_kv - n_q) + 0.5 * n_q * (n_q + 1);
   set_flops(st, 4.0 * pairs * hd * heads, cpu_s);
-  set_bytes(st, 2.0 * 4.0 * n_kv * kv_heads * hd, cpu_s);  // K and V read once (f32)
+  set_bytes(st, 2.0 * (kv_bf16 ? 2.0 : 4.0) * n_kv * kv_heads * hd, cpu_s);  // K and V read once
 }
 
 // Element-wise kernels on fresh inputs every iteration (applying them in place over and over
@@ -213,15 +238,19 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/vision_8580_hd64").c_str(), BM_Attention, b, 8580, 8580, 16,
-                                 16, 64, false, 1)
+                                 16, 64, false, 1, false)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/prefill_causal_2171_hd128_gqa").c_str(), BM_Attention, b,
-                                 2171, 2171, 16, 8, 128, true, 1)
+                                 2171, 2171, 16, 8, 128, true, 1, false)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa").c_str(), BM_Attention, b, 1, 2200,
-                                 16, 8, 128, true, 28)
+                                 16, 8, 128, true, 28, false)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa_bf16kv_paged").c_str(), BM_Attention,
+                                 b, 1, 2200, 16, 8, 128, true, 28, true)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Gelu/" + b + "/8580x4096").c_str(), BM_Gelu, b, int64_t{8580} * 4096)

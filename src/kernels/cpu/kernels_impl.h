@@ -567,6 +567,53 @@ inline float dot_hd_bf16(const float* x, const uint16_t* y, int64_t hd) {
   return vhsum(vadd(acc0, acc1));
 }
 
+// BF16 keys/values with head_dim = NV vectors: each key (value) head is widened once into
+// registers and used by every query head of its GQA group.
+template <int NV>
+void bf16_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      const uint16_t* kr = k16 + row * a.kv_stride + kh * a.kv_head_stride;
+      vf kv[NV];
+      LOCR_UNROLL for (int v = 0; v < NV; ++v) kv[v] = vload_bf16(kr + v * W);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const float* qh = qi + h * hd;
+        vf acc0 = vmul(vload(qh), kv[0]);
+        vf acc1 = NV > 1 ? vmul(vload(qh + W), kv[NV > 1 ? 1 : 0]) : vzero();
+        LOCR_UNROLL for (int v = 2; v < NV; v += 2) {
+          acc0 = vfma(vload(qh + v * W), kv[v], acc0);
+          if (v + 1 < NV) acc1 = vfma(vload(qh + (v + 1) * W), kv[v + 1], acc1);
+        }
+        s[h * jn + (j - j0)] = vhsum(vadd(acc0, acc1)) * a.scale;
+      }
+    }
+  }
+}
+
+template <int NV>
+void bf16_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      const uint16_t* vr = v16 + row * a.kv_stride + kh * a.kv_head_stride;
+      vf vv[NV];
+      LOCR_UNROLL for (int v = 0; v < NV; ++v) vv[v] = vload_bf16(vr + v * W);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const vf p = vset1(s[h * jn + (j - j0)]);
+        float* oh = o + h * hd;
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) vstore(oh + v * W, vfma(p, vv[v], vload(oh + v * W)));
+      }
+    }
+  }
+}
+
 void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* s) {
   const int64_t hd = a.head_dim, nh = a.n_heads, group = a.n_heads / a.n_kv_heads;
   const int64_t n_vis = a.causal ? min64(a.n_kv, a.q_offset + i + 1) : a.n_kv;
@@ -585,7 +632,13 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
   auto row_of = [&a](int64_t j) {
     return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
   };
-  if (a.kv_bf16) {
+  // head_dim of 4 or 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2): the register paths.
+  const int nv_fast = a.kv_bf16 && hd % W == 0 && (hd / W == 4 || hd / W == 8) ? static_cast<int>(hd / W) : 0;
+  if (nv_fast == 8) {
+    bf16_scores<8>(a, qi, j0, j1, s);
+  } else if (nv_fast == 4) {
+    bf16_scores<4>(a, qi, j0, j1, s);
+  } else if (a.kv_bf16) {
     const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
     for (int64_t j = j0; j < j1; ++j) {
       const uint16_t* kr = k16 + row_of(j) * a.kv_stride;
@@ -619,6 +672,14 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     }
     ml[2 * h] = mx;
     ml[2 * h + 1] = vhsum(sum);
+  }
+  if (nv_fast == 8) {
+    bf16_values<8>(a, j0, j1, s, o);
+    return;
+  }
+  if (nv_fast == 4) {
+    bf16_values<4>(a, j0, j1, s, o);
+    return;
   }
   if (a.kv_bf16) {
     const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
