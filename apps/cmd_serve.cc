@@ -21,6 +21,7 @@
 #include "server/server_context.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_api.h"
+#include "model/cuda/cuda_executor.h"
 #endif
 
 namespace locr::app {
@@ -175,10 +176,19 @@ int cmd_serve(int argc, char** argv) {
   if (device != "auto" && device != "cpu" && device != "cuda")
     fail(ErrorKind::kInvalidArgument, "--device must be auto, cpu or cuda, got '", device, "'");
   bool on_cuda = device == "cuda";
-#ifdef LOCR_HAVE_CUDA
-  if (device == "auto") on_cuda = kernels::cuda::available();
-#endif
   if (a.has("backend")) on_cuda = a.get("backend") == "cuda";
+#ifdef LOCR_HAVE_CUDA
+  else if (device == "auto") {
+    // A usable GPU and a model the CUDA kernels take (the tiny test fixtures have head_dim < 64).
+    std::string why;
+    on_cuda = kernels::cuda::available(&why);
+    const std::string mdir = a.get("model", a.get("MODEL"));
+    if (on_cuda && std::filesystem::is_regular_file(std::filesystem::path(mdir) / "config.json") &&
+        !model::cuda::supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))
+      on_cuda = false;
+    LOCR_INFO("serve: --device auto: ", on_cuda ? "cuda" : "cpu", on_cuda ? std::string() : " (" + why + ")");
+  }
+#endif
   bool cuda_graphs = true;
 
   // Flags that cannot be honoured, then those that mean nothing here.

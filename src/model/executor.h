@@ -101,6 +101,8 @@ class Executor {
   virtual int block_size() const = 0;
   virtual int64_t kv_bytes_per_block() const = 0;
   virtual bool supports_device_sampling() const { return false; }
+  // Waits for the work queued so far (device backends run asynchronously; timings need this).
+  virtual void synchronize() {}
 
   // Vision: begin() prepares patches and runs the patch conv + ln_pre; run_layers advances up to n
   // encoder blocks; finish() runs the projector (and, when vision_hidden is set, copies the

@@ -87,7 +87,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
 #ifdef LOCR_HAVE_CUDA
     std::string why;
     if (!kernels::cuda::available(&why))
-      fail(ErrorKind::kUnsupported, "--backend cuda: no usable CUDA device: ", why);
+      fail(ErrorKind::kUnsupported, "--backend cuda: ", why);
 #else
     fail(ErrorKind::kUnsupported, "this locr was built without CUDA; rebuild with -DLOCR_CUDA=ON");
 #endif

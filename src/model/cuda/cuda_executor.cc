@@ -95,6 +95,7 @@ class CudaExecutor : public Executor {
   int block_size() const override { return bs_; }
   int64_t kv_bytes_per_block() const override { return bytes_per_block_; }
   bool supports_device_sampling() const override { return true; }
+  void synchronize() override { kc::synchronize(stream_); }
 
   std::unique_ptr<VisionJob> vision_begin(const std::vector<ProcessedImage>& images) override;
   void vision_run(VisionJob& job, int n_layers) override;
@@ -160,10 +161,8 @@ CudaExecutor::CudaExecutor(const LightOnOcr& m, const ExecutorOptions& opts) : m
   qw_ = nq_ * hd_, kvw_ = nkv_ * hd_, QKV_ = qw_ + 2 * kvw_;
   eps_ = tc.rms_norm_eps, theta_ = static_cast<float>(tc.rope_theta);
   bs_ = opts.block_size;
-  const int vhd = m.config().vision.head_dim;
-  if ((hd_ != 64 && hd_ != 128) || (vhd != 64 && vhd != 128))
-    fail(ErrorKind::kUnsupported, "the CUDA attention kernels take head_dim 64 or 128; this model has text head_dim ",
-         hd_, " and vision head_dim ", vhd);
+  std::string why;
+  if (!supports(m.config(), &why)) fail(ErrorKind::kUnsupported, why);
   if (nkv_ <= 0 || nq_ % nkv_ != 0) fail(ErrorKind::kInvalidArgument, "bad GQA head counts ", nq_, "/", nkv_);
   if (bs_ < 1) fail(ErrorKind::kInvalidArgument, "block size must be >= 1");
 
@@ -673,9 +672,18 @@ std::shared_ptr<ImageEmbeds> CudaExecutor::vision_finish(VisionJob& job, Tensor*
 
 }  // namespace
 
+bool supports(const ModelConfig& cfg, std::string* why) {
+  const int hd = cfg.text.head_dim, vhd = cfg.vision.head_dim;
+  if ((hd == 64 || hd == 128) && (vhd == 64 || vhd == 128)) return true;
+  if (why)
+    *why = "the CUDA attention kernels take head_dim 64 or 128; this model has text head_dim " + std::to_string(hd) +
+           " and vision head_dim " + std::to_string(vhd);
+  return false;
+}
+
 std::unique_ptr<Executor> make_cuda_executor(const LightOnOcr& m, const ExecutorOptions& opts) {
   std::string why;
-  if (!kc::available(&why)) fail(ErrorKind::kUnsupported, "--backend cuda: no usable CUDA device: ", why);
+  if (!kc::available(&why)) fail(ErrorKind::kUnsupported, "--backend cuda: ", why);
   return std::make_unique<CudaExecutor>(m, opts);
 }
 

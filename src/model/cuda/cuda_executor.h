@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "model/executor.h"
 #include "model/lighton_ocr.h"
@@ -24,5 +25,9 @@ namespace locr::model::cuda {
 
 // Throws locr::Error when there is no usable device or the model does not fit.
 std::unique_ptr<Executor> make_cuda_executor(const LightOnOcr& m, const ExecutorOptions& opts);
+
+// Whether the CUDA kernels take this model's shapes (attention head_dim 64 or 128 in both towers);
+// `why` says why not.
+bool supports(const ModelConfig& cfg, std::string* why = nullptr);
 
 }  // namespace locr::model::cuda
