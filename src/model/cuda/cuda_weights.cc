@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "io/file.h"
 
 namespace locr::model::cuda {
 
@@ -52,6 +53,10 @@ struct Uploader {
     kc::copy_to_device(d.get(), h.data(), h.size() * sizeof(uint16_t), s);
     kc::synchronize(s);
     bytes += static_cast<int64_t>(d.bytes());
+    // The GPU path never reads the checkpoint again: hand its pages back to the kernel (they
+    // come back on demand if a host helper touches them), so host memory holds no second copy.
+    for (const auto* m : parts)
+      io::release_pages(m->data, static_cast<size_t>(m->rows * m->cols) * dtype_size(m->dtype));
     return d;
   }
   kc::DeviceBuffer up(const kernels::Matrix& m) { return up(std::vector<const kernels::Matrix*>{&m}); }
