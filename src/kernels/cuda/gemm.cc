@@ -6,8 +6,9 @@
 // Algorithm choices come from cuBLASLt's heuristic, asked once per shape/stride/alignment and
 // cached (the cache lives behind Gemm::handle_, so the public header stays CUDA-free). When the
 // heuristic offers nothing (some misaligned strides), a plain tiled kernel does the product
-// (gemm_fallback.cu). Not here:
-// quantised weights, epilogues (bias, activation) — the model does those in its own kernels.
+// (gemm_fallback.cu). A Gemm is used by one thread at a time (the plan cache is unlocked); the
+// first run of a shape asks the heuristic on the host, so warm shapes up before graph capture.
+// Not here: quantised weights, epilogues (bias, activation) — the model does those in its own kernels.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
