@@ -71,13 +71,12 @@ TEST(CudaElementwise, GeluMatchesRef) {
     Dev<uint16_t> d(bits);
     gelu(d.get(), n, nullptr);
     const std::vector<float> got = to_f32(d.host());
-    // erfcf is within a few ulp: 4e-6 relative; outputs below 1e-30 compare as zero.
+    // erfcf is within a few ulp: 4e-6 relative. The f64 oracle computes 1 + erf(x/sqrt2) and so
+    // loses everything below about x = -8 (it returns 0 there); 1e-12 absolute covers that tail,
+    // as in the CPU tests (docs/numerics.md).
     for (int64_t i = 0; i < n; ++i) {
-      if (std::fabs(want[i]) < 1e-30f) {
-        ASSERT_LE(std::fabs(got[i]), 1e-30f) << i;
-        continue;
-      }
-      expect_bf16_close(got[i], want[i], 4e-6f, "gelu", i);
+      const float tol = std::ldexp(std::fabs(want[i]), -8) + 4e-6f * std::fabs(want[i]) + 1e-12f;
+      ASSERT_LE(std::fabs(got[i] - want[i]), tol) << "gelu at " << i << ": got " << got[i] << " want " << want[i];
     }
   }
 }

@@ -5,6 +5,13 @@
 #include "cuda_test_util.h"
 #include "kernels/ops.h"
 
+namespace locr::kernels::cuda {
+namespace detail {  // gemm_fallback.cu: what Gemm::run uses when cuBLASLt has no algorithm
+void gemm_fallback(const uint16_t* x, int64_t M, int64_t K, int64_t ldx, const uint16_t* w, int64_t N, int64_t ldw,
+                   void* y, bool y_bf16, int64_t ldy, bool accumulate, Stream s);
+}  // namespace detail
+}  // namespace locr::kernels::cuda
+
 namespace locr::kernels::cuda::test {
 namespace {
 
@@ -12,7 +19,7 @@ struct Shape {
   int64_t M, N, K, pad_x, pad_w, pad_y;
 };
 
-void run_case(const Shape& sh, bool y_bf16, bool accumulate) {
+void run_case(const Shape& sh, bool y_bf16, bool accumulate, bool fallback = false) {
   const int64_t M = sh.M, N = sh.N, K = sh.K;
   const int64_t ldx = K + sh.pad_x, ldw = K + sh.pad_w, ldy = N + sh.pad_y;
   std::vector<uint16_t> xb, wb;
@@ -46,12 +53,14 @@ void run_case(const Shape& sh, bool y_bf16, bool accumulate) {
     std::vector<uint16_t> y0b(y0.size());
     for (size_t i = 0; i < y0.size(); ++i) y0b[i] = host_bf16(y0[i]);
     Dev<uint16_t> dy(y0b);
-    gemm.run(dx.get(), M, K, ldx, dw.get(), N, ldw, dy.get(), true, ldy, accumulate, nullptr);
+    if (fallback) detail::gemm_fallback(dx.get(), M, K, ldx, dw.get(), N, ldw, dy.get(), true, ldy, accumulate, nullptr);
+    else gemm.run(dx.get(), M, K, ldx, dw.get(), N, ldw, dy.get(), true, ldy, accumulate, nullptr);
     const std::vector<float> g = to_f32(dy.host());
     std::copy(g.begin(), g.begin() + M * ldy, got.begin());
   } else {
     Dev<float> dy(y0);
-    gemm.run(dx.get(), M, K, ldx, dw.get(), N, ldw, dy.get(), false, ldy, accumulate, nullptr);
+    if (fallback) detail::gemm_fallback(dx.get(), M, K, ldx, dw.get(), N, ldw, dy.get(), false, ldy, accumulate, nullptr);
+    else gemm.run(dx.get(), M, K, ldx, dw.get(), N, ldw, dy.get(), false, ldy, accumulate, nullptr);
     const std::vector<float> g = dy.host();
     std::copy(g.begin(), g.begin() + M * ldy, got.begin());
   }
@@ -83,6 +92,13 @@ TEST(CudaGemm, MatchesRefAtAwkwardShapes) {
         SCOPED_TRACE(testing::Message() << "y_bf16=" << y_bf16 << " acc=" << acc);
         run_case(sh, y_bf16, acc);
       }
+}
+
+TEST(CudaGemm, FallbackKernelMatchesRef) {
+  LOCR_CUDA_TEST_SKIP_IF_UNAVAILABLE();
+  for (const Shape& sh : {Shape{1, 1, 1, 0, 0, 0}, Shape{31, 33, 17, 1, 3, 1}, Shape{129, 127, 300, 0, 0, 5}})
+    for (bool y_bf16 : {false, true})
+      for (bool acc : {false, true}) run_case(sh, y_bf16, acc, true);
 }
 
 TEST(CudaGemm, EmptyMIsANoOp) {

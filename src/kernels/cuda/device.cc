@@ -14,6 +14,8 @@ namespace locr::kernels::cuda {
 
 namespace detail {
 
+cudaError_t probe_kernel_image();  // gemm_fallback.cu
+
 void throw_cuda(cudaError_t err, const char* what, const char* file, int line) {
   fail(ErrorKind::kInternal, "CUDA error in ", what, " (", file, ":", line, "): ", cudaGetErrorName(err), ": ",
        cudaGetErrorString(err));
@@ -50,6 +52,14 @@ bool available(std::string* why) {
   }
   if (prop.major < 8) {  // BF16 tensor cores (mma.h bf16 fragments) need sm_80 or newer
     if (why) *why = std::string("CUDA device 0 (") + prop.name + ") is below compute capability 8.0";
+    return false;
+  }
+  const cudaError_t img = detail::probe_kernel_image();  // on the current device
+  if (img != cudaSuccess) {
+    if (why)
+      *why = std::string("this build has no kernels for CUDA device 0 (") + prop.name + ", sm_" +
+             std::to_string(prop.major) + std::to_string(prop.minor) + "; built for LOCR_CUDA_ARCHS=" +
+             LOCR_CUDA_ARCHS_STR + "): " + cudaGetErrorString(img);
     return false;
   }
   if (why) why->clear();

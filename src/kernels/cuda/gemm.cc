@@ -4,8 +4,11 @@
 // is the column-major [N, M] matrix with leading dimension ld, so we ask for
 //   Y^T (N x M) = op_T(W^T as col-major K x N) · (X^T as col-major K x M).
 // Algorithm choices come from cuBLASLt's heuristic, asked once per shape/stride/alignment and
-// cached (the cache lives behind Gemm::handle_, so the public header stays CUDA-free). Not here:
-// quantised weights, epilogues (bias, activation) — the model does those in its own kernels.
+// cached (the cache lives behind Gemm::handle_, so the public header stays CUDA-free). When the
+// heuristic offers nothing (some misaligned strides), a plain tiled kernel does the product
+// (gemm_fallback.cu). A Gemm is used by one thread at a time (the plan cache is unlocked); the
+// first run of a shape asks the heuristic on the host, so warm shapes up before graph capture.
+// Not here: quantised weights, epilogues (bias, activation) — the model does those in its own kernels.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -16,6 +19,11 @@
 #include "kernels/cuda/cuda_api.h"
 
 namespace locr::kernels::cuda {
+
+namespace detail {
+void gemm_fallback(const uint16_t* x, int64_t M, int64_t K, int64_t ldx, const uint16_t* w, int64_t N, int64_t ldw,
+                   void* y, bool y_bf16, int64_t ldy, bool accumulate, Stream s);
+}  // namespace detail
 
 namespace {
 
@@ -48,6 +56,7 @@ struct Impl {
   std::map<Key, Plan> plans;
   ~Impl() {
     for (auto& [k, p] : plans) {
+      if (!p.desc) continue;  // a fallback entry owns nothing
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.c);
@@ -114,19 +123,24 @@ void Gemm::run(const bf16* x, int64_t M, int64_t K, int64_t ldx, const bf16* w, 
         cublasLtMatmulAlgoGetHeuristic(impl->lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+      // No cuBLASLt algorithm for this shape/stride/alignment: remember that and use the plain
+      // kernel (gemm_fallback.cu), which handles any strides.
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.c);
       cublasLtMatmulDescDestroy(p.desc);
-      fail(ErrorKind::kInternal, "cuBLASLt has no algorithm for M=", M, " N=", N, " K=", K, " ldx=", ldx,
-           " ldw=", ldw, " ldy=", ldy, y_bf16 ? " (bf16 out)" : " (f32 out)", " alignments ", al_x, "/", al_w, "/",
-           al_y, " (cublasStatus_t ", static_cast<int>(st), ")");
+      p = Plan{};
+    } else {
+      p.algo = res.algo;
+      p.workspace = res.workspaceSize;
     }
-    p.algo = res.algo;
-    p.workspace = res.workspaceSize;
     it = impl->plans.emplace(key, p).first;
   }
   const Plan& p = it->second;
+  if (!p.desc) {
+    detail::gemm_fallback(x, M, K, ldx, w, N, ldw, y, y_bf16, ldy, accumulate, s);
+    return;
+  }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   LOCR_LT(cublasLtMatmul(impl->lt, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
                          workspace_.get(), p.workspace, s));
