@@ -110,7 +110,7 @@ int cmd_eval(int argc, char** argv) {
          "Exit status 1 when a tensor fails the thresholds.");
   a.option("model", "model directory, or ORG/NAME from the Hugging Face cache (pulled when missing)", "DIR");
   a.option("output", "JSON report (default accuracy_result.json)", "FILE");
-  a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref", "NAME");
+  a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref, cuda (GPU executor)", "NAME");
   a.option("reference", "reference backend (default cpu-f32)", "NAME");
   a.repeated("image", "extra input: an image file (OCR request, image only)", "FILE");
   a.repeated("prompt", "extra input: a text prompt", "TEXT");

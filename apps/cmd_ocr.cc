@@ -73,9 +73,13 @@ class LocalBackend : public Backend {
     // The KV pool as `locr serve` sizes it (0.9 of RAM minus weights and activations, capped at
     // what the sequences can use), or --kv-cache-memory.
     const int64_t kv = a.has("kv-cache-memory") ? server::parse_size(a.get("kv-cache-memory"), "--kv-cache-memory") : -1;
-    const server::MemoryPlan plan = server::plan_memory(model_->config(), eo, dir_, 0.9, kv, model_->decoder().kv_dtype());
-    eo.kv_cache_bytes = plan.kv_bytes;
-    LOCR_INFO("ocr: ", plan.explain());
+    if (model_->backend() == "cuda") {
+      eo.kv_cache_bytes = kv;  // -1: 0.9 of the GPU's memory, sized by the CUDA executor
+    } else {
+      const server::MemoryPlan plan = server::plan_memory(model_->config(), eo, dir_, 0.9, kv, model_->decoder().kv_dtype());
+      eo.kv_cache_bytes = plan.kv_bytes;
+      LOCR_INFO("ocr: ", plan.explain());
+    }
     engine_ = std::make_unique<runtime::Engine>(*model_, eo);
     sampling_ = sampling_from_args(a, model_->generation_config());
     max_tokens_ = a.get_int("max-tokens", 0);

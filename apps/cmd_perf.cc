@@ -16,6 +16,7 @@
 #include "apps/commands.h"
 #include "apps/model_args.h"
 #include "core/thread_pool.h"
+#include "runtime/executor_factory.h"
 #include "tools/bench_stats.h"
 #include "tools/synth_image.h"
 
@@ -90,8 +91,13 @@ int cmd_perf(int argc, char** argv) {
   std::vector<double> t_pre, t_vis, t_proj, t_prefill, t_dec, t_dec0, t_decn;
   model::Prompt prompt;
   int64_t n_patches = 0;
+  // Everything runs on the model's executor (CPU kernels or the GPU), as the engine runs it.
+  std::unique_ptr<model::Executor> exec;
+  const int bs = 16;
+  const int64_t gen_blocks = (gen + 1 + bs - 1) / bs;
   for (int r = 0; r < repeat; ++r) {
     // Prompt: the recommended OCR request (image only), or a text prompt of the given length.
+    std::shared_ptr<model::ImageEmbeds> emb;
     if (text_tokens > 0) {
       prompt.ids.assign(text_tokens, 0);
       for (int i = 0; i < text_tokens; ++i) prompt.ids[i] = (i * 7919) % cfg.text.vocab_size;
@@ -100,63 +106,89 @@ int cmd_perf(int argc, char** argv) {
       model::ProcessedImage img;
       t_pre.push_back(time_it([&] { img = model::preprocess(page, m->processor_config()); }));
       prompt = m->build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1), {page});
-      std::vector<model::ImageGrid> grids;
-      const std::vector<float> patches = m->vision_patches(prompt.images, &grids);
-      n_patches = grids[0].n_patches();
-      Tensor vh;
-      t_vis.push_back(time_it([&] { vh = m->encoder().forward(patches.data(), grids); }));
-      Tensor emb;
-      t_proj.push_back(time_it([&] { emb = m->projector().forward(vh, grids); }));
+      n_patches = static_cast<int64_t>(prompt.images[0].grid_h) * prompt.images[0].grid_w;
     }
     const int64_t T = static_cast<int64_t>(prompt.ids.size());
-    const DType kv_dtype = m->decoder().kv_dtype();
-    const int64_t H = cfg.text.hidden_size, V = cfg.text.vocab_size;
-    // Prefill (image rows from a fresh encode are not needed for timing: embeddings suffice).
-    Tensor x = Tensor::empty(DType::kF32, {T, H});
-    model::KvCache cache(cfg.text, T + gen + 1, 16, kv_dtype);
-    std::vector<float> logits(V);
+    const int64_t prompt_blocks = (T + gen + 1 + bs - 1) / bs;
+    if (!exec) {
+      model::ExecutorOptions eo = runtime::single_sequence_options(T, T + gen + 1);
+      eo.block_size = bs;
+      eo.max_kv_blocks = prompt_blocks + gen_blocks * (1 + batch);
+      eo.max_num_seqs = batch;
+      eo.cuda_graphs = true;
+      exec = runtime::make_executor(*m, eo);
+    }
+    if (!prompt.images.empty()) {
+      std::unique_ptr<model::VisionJob> job;
+      t_vis.push_back(time_it([&] {
+        job = exec->vision_begin(prompt.images);
+        exec->vision_run(*job, exec->vision_layers());
+        exec->synchronize();
+      }));
+      t_proj.push_back(time_it([&] { emb = exec->vision_finish(*job); }));
+    }
+    const int64_t V = cfg.text.vocab_size;
+    std::vector<int32_t> table(prompt_blocks), empty_table(gen_blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::iota(empty_table.begin(), empty_table.end(), static_cast<int32_t>(prompt_blocks));
+    std::vector<int64_t> image_rows(T, -1);
+    int64_t next_row = 0;
+    for (int64_t t = 0; t < T; ++t)
+      if (emb && prompt.ids[t] == cfg.image_token_id) image_rows[t] = next_row++;
+    model::DeviceSample greedy;  // argmax on the device where the executor samples there
+    auto seq = [&](const int32_t* ids, int64_t n, int64_t pos0, const std::vector<int32_t>& tab) {
+      model::StepSeq q;
+      q.ids = ids;
+      q.n = n;
+      q.pos0 = pos0;
+      q.block_table = tab.data();
+      q.table_len = static_cast<int64_t>(tab.size());
+      q.want_logits = true;
+      if (exec->supports_device_sampling()) q.sample = &greedy;
+      return q;
+    };
+    auto next_token = [&](const model::StepOutput& o, int k) {
+      if (!o.logits.empty_tensor())
+        for (size_t j = 0; j < o.logits_seq.size(); ++j)
+          if (o.logits_seq[j] == k) {
+            const float* l = o.logits.data<float>() + j * V;
+            return static_cast<int32_t>(std::max_element(l, l + V) - l);
+          }
+      return o.tokens[k];
+    };
+    model::StepOutput out;
+    // Prefill of the whole prompt (with the page's image rows).
     t_prefill.push_back(time_it([&] {
-      m->decoder().embed(prompt.ids.data(), T, x.data<float>());
-      m->decoder().forward(x.data<float>(), T, cache);
-      m->decoder().logits(x.data<float>() + (T - 1) * H, 1, logits.data());
+      model::StepSeq q = seq(prompt.ids.data(), T, 0, table);
+      if (emb) {
+        q.images = emb.get();
+        q.image_rows = image_rows.data();
+      }
+      exec->step({q}, &out);
     }));
     // Decode at batch 1 with the prompt in context.
-    std::vector<float> h(H);
-    int32_t tok = 0;
+    int32_t tok = next_token(out, 0);
     t_dec.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
-        m->decoder().embed(&tok, 1, h.data());
-        m->decoder().forward(h.data(), 1, cache);
-        m->decoder().logits(h.data(), 1, logits.data());
-        tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        exec->step({seq(&tok, 1, T + i, table)}, &out);
+        tok = next_token(out, 0);
       }
     }));
     // Decode at batch 1 from an empty context (tg in llama-bench terms).
-    model::KvCache empty(cfg.text, gen + 1, 16, kv_dtype);
     t_dec0.push_back(time_it([&] {
-      for (int i = 0; i < gen; ++i) {
-        m->decoder().embed(&tok, 1, h.data());
-        m->decoder().forward(h.data(), 1, empty);
-        m->decoder().logits(h.data(), 1, logits.data());
-      }
+      for (int i = 0; i < gen; ++i) exec->step({seq(&tok, 1, i, empty_table)}, &out);
     }));
     // Decode at batch N: N sequences, one token each per step, one decoder pass per step.
-    const int bs = 16;
-    const int64_t blocks_per_seq = (gen + 1 + bs - 1) / bs;
-    model::KvPool pool(cfg.text, blocks_per_seq * batch, bs, kv_dtype);
     std::vector<std::vector<int32_t>> tables(batch);
     for (int s = 0; s < batch; ++s)
-      for (int64_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s * blocks_per_seq + b));
-    Tensor xb = Tensor::empty(DType::kF32, {batch, H});
-    std::vector<float> lb(static_cast<size_t>(batch) * V);
+      for (int64_t b = 0; b < gen_blocks; ++b)
+        tables[s].push_back(static_cast<int32_t>(prompt_blocks + gen_blocks * (1 + s) + b));
     std::vector<int32_t> toks(batch, 0);
     t_decn.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
-        std::vector<model::SeqStep> steps;
-        for (int s = 0; s < batch; ++s) steps.push_back({i, 1, tables[s].data()});
-        m->decoder().embed(toks.data(), batch, xb.data<float>());
-        m->decoder().forward(xb.data<float>(), steps, pool);
-        m->decoder().logits(xb.data<float>(), batch, lb.data());
+        std::vector<model::StepSeq> steps;
+        for (int s = 0; s < batch; ++s) steps.push_back(seq(&toks[s], 1, i, tables[s]));
+        exec->step(steps, &out);
       }
     }));
   }
@@ -164,7 +196,7 @@ int cmd_perf(int argc, char** argv) {
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
   const double wbytes = decoder_weight_bytes(cfg.text);
   nlohmann::ordered_json out;
-  out["backend"] = a.get("backend", a.get("dtype", "bf16") == "f32" ? "cpu-f32" : "cpu-bf16");
+  out["backend"] = m->backend();
   out["threads"] = ThreadPool::global().size();
   out["repeat"] = repeat;
   std::printf("locr perf: %s, %d threads, median of %d\n\n", out["backend"].get<std::string>().c_str(),

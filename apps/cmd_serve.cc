@@ -19,6 +19,10 @@
 #include "server/http_server.h"
 #include "server/memory_plan.h"
 #include "server/server_context.h"
+#ifdef LOCR_HAVE_CUDA
+#include "kernels/cuda/cuda_api.h"
+#include "model/cuda/cuda_executor.h"
+#endif
 
 namespace locr::app {
 
@@ -26,7 +30,7 @@ namespace {
 
 // vLLM flags with no meaning here: accepted, with a notice saying why.
 const std::pair<const char*, const char*> kNoEffectOptions[] = {
-    {"compilation-config", "there is no graph compiler; the CPU kernels run as they are"},
+    {"compilation-config", "there is no graph compiler; the CPU kernels run as they are (on CUDA: cudagraph_mode)"},
     {"swap-space", "preempted sequences are recomputed, never swapped"},
     {"cpu-offload-gb", "the weights already live in host memory"},
     {"mm-processor-cache-gb", "image preprocessing is not cached"},
@@ -34,16 +38,16 @@ const std::pair<const char*, const char*> kNoEffectOptions[] = {
     {"load-format", "the weights are read from safetensors"},
     {"revision", "MODEL must be a local directory"},
     {"tokenizer-mode", "the tokenizer is tokenizer.json"},
-    {"max-seq-len-to-capture", "there are no CUDA graphs"},
+    {"max-seq-len-to-capture", "decode graphs cover every length up to --max-model-len"},
     {"distributed-executor-backend", "one process serves the model"},
     {"uvicorn-log-level", "set LOCR_LOG_LEVEL=debug|info|warn|error instead"},
-    {"kv-cache-dtype", "the KV cache is float32"},
+    {"kv-cache-dtype", "the KV cache is float32 on CPU, bfloat16 on CUDA"},
     {"disable-log-stats", ""},
     {"mm-encoder-tp-mode", "one process serves the model"},
 };
 const std::pair<const char*, const char*> kNoEffectFlags[] = {
     {"trust-remote-code", "no Python code is ever run; LightOnOCR is built in"},
-    {"enforce-eager", "there are no CUDA graphs"},
+    {"enforce-eager", "there are no CUDA graphs on CPU"},
     {"enable-chunked-prefill", "chunked prefill is always on"},
     {"disable-custom-all-reduce", "one process serves the model"},
     {"disable-frontend-multiprocessing", "one process serves the model"},
@@ -119,7 +123,10 @@ void declare(Args& a) {
   a.option("threads", "compute threads (default: physical cores)", "N");
   a.option("dtype", "compute precision: auto/bfloat16 (default: BF16 matmul inputs, FP32 accumulation) or float32",
            "TYPE");
-  a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle)", "NAME");
+  a.option("backend", "kernel backend, overriding --dtype and --device: cpu-bf16, cpu-f32, ref (scalar oracle), cuda",
+           "NAME");
+  a.option("device", "auto (default: cuda when this locr has CUDA and a GPU is usable, else cpu), cpu or cuda",
+           "NAME");
   a.option("chat-template", "chat template file (or template text) overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
   a.option("allowed-local-media-path", "directory whose files may be sent as file:// image URLs", "DIR");
@@ -164,6 +171,26 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // The device: --backend wins, else --device (auto: a usable GPU when built with CUDA).
+  const std::string device = a.get("device", "auto");
+  if (device != "auto" && device != "cpu" && device != "cuda")
+    fail(ErrorKind::kInvalidArgument, "--device must be auto, cpu or cuda, got '", device, "'");
+  bool on_cuda = device == "cuda";
+  if (a.has("backend")) on_cuda = a.get("backend") == "cuda";
+#ifdef LOCR_HAVE_CUDA
+  else if (device == "auto") {
+    // A usable GPU and a model the CUDA kernels take (the tiny test fixtures have head_dim < 64).
+    std::string why;
+    on_cuda = kernels::cuda::available(&why);
+    const std::string mdir = a.get("model", a.get("MODEL"));
+    if (on_cuda && std::filesystem::is_regular_file(std::filesystem::path(mdir) / "config.json") &&
+        !model::cuda::supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))
+      on_cuda = false;
+    LOCR_INFO("serve: --device auto: ", on_cuda ? "cuda" : "cpu", on_cuda ? std::string() : " (" + why + ")");
+  }
+#endif
+  bool cuda_graphs = true;
+
   // Flags that cannot be honoured, then those that mean nothing here.
   for (const char* p : kParallelOptions)
     if (a.has(p) && a.get_int(p, 1) != 1)
@@ -172,17 +199,43 @@ int cmd_serve(int argc, char** argv) {
   for (const auto& [name, why] : kNoEffectOptions)
     if (a.has(name)) {
       if (std::string(name) == "compilation-config") {
+        nlohmann::json parsed;
         try {
-          const auto parsed = nlohmann::json::parse(a.get(name));
-          (void)parsed;
+          parsed = nlohmann::json::parse(a.get(name));
         } catch (const std::exception&) {
           fail(ErrorKind::kInvalidArgument, "--compilation-config expects JSON, got '", a.get(name), "'");
         }
+        if (on_cuda) {
+          // vLLM's cudagraph_mode: NONE turns graphs off; FULL_DECODE_ONLY (and the FULL /
+          // PIECEWISE modes, which include decode) capture decode-only steps, as locr does.
+          const nlohmann::json mode = parsed.is_object() ? parsed.value("cudagraph_mode", nlohmann::json()) : nlohmann::json();
+          if (mode.is_string()) {
+            const std::string m = mode.get<std::string>();
+            if (m == "NONE") cuda_graphs = false;
+            else if (m != "FULL_DECODE_ONLY" && m != "FULL" && m != "PIECEWISE" && m != "FULL_AND_PIECEWISE")
+              fail(ErrorKind::kInvalidArgument, "--compilation-config: unknown cudagraph_mode '", m, "'");
+          }
+          LOCR_INFO("serve: CUDA graphs for decode-only steps ", cuda_graphs ? "on" : "off");
+          continue;
+        }
+      }
+      if (on_cuda && std::string(name) == "kv-cache-dtype") {
+        const std::string v = a.get(name);
+        if (v != "auto" && v != "bfloat16" && v != "bf16")
+          LOCR_INFO("note: --kv-cache-dtype ", v, ": the CUDA KV cache is bfloat16");
+        continue;
       }
       LOCR_INFO("note: --", name, " has no effect in locr", *why ? std::string(": ") + why : std::string());
     }
   for (const auto& [name, why] : kNoEffectFlags)
-    if (a.has(name)) LOCR_INFO("note: --", name, " has no effect in locr: ", why);
+    if (a.has(name)) {
+      if (on_cuda && std::string(name) == "enforce-eager") {
+        cuda_graphs = false;
+        LOCR_INFO("serve: --enforce-eager: no CUDA graphs");
+        continue;
+      }
+      LOCR_INFO("note: --", name, " has no effect in locr: ", why);
+    }
 
   const std::string dir = a.get("model", a.get("MODEL"));
   if (dir.empty()) fail(ErrorKind::kInvalidArgument, "give the model directory: locr serve MODEL");
@@ -241,6 +294,11 @@ int cmd_serve(int argc, char** argv) {
   else if (dtype == "float16" || dtype == "half") LOCR_INFO("note: --dtype ", dtype, " runs as bfloat16 on this backend");
   else if (dtype != "auto" && dtype != "bfloat16" && dtype != "bf16")
     fail(ErrorKind::kInvalidArgument, "--dtype must be auto, bfloat16 or float32, got '", dtype, "'");
+  if (on_cuda) {
+    backend = "cuda";
+    if (dtype == "float32" || dtype == "float" || dtype == "f32")
+      LOCR_INFO("note: --dtype ", dtype, " on CUDA: BF16 weights and activations, FP32 accumulation and residual");
+  }
   lo.backend = a.get("backend", backend);
   lo.chat_template_file = chat_template_file(a.get("chat-template"));
   lo.image_align = a.get_int("image-align", 28);
@@ -267,11 +325,20 @@ int cmd_serve(int argc, char** argv) {
   if (a.has("kv-cache-memory")) kv_memory = server::parse_size(a.get("kv-cache-memory"), "--kv-cache-memory");
   if (a.has("kv-cache-memory-bytes"))
     kv_memory = server::parse_size(a.get("kv-cache-memory-bytes"), "--kv-cache-memory-bytes");
-  const server::MemoryPlan plan =
-      server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory,
-                          model->decoder().kv_dtype());
-  eo.kv_cache_bytes = plan.kv_bytes;
-  LOCR_INFO("serve: ", plan.explain());
+  if (lo.backend == "cuda") {
+    // Device memory: the CUDA executor sizes the pool once the weights are on the GPU.
+    eo.kv_cache_bytes = kv_memory;  // -1: from --gpu-memory-utilization of the device
+    eo.gpu_memory_utilization = a.get_double("gpu-memory-utilization", 0.9);
+    eo.cuda_graphs = cuda_graphs;
+    if (kv_memory < 0 && !(eo.gpu_memory_utilization > 0 && eo.gpu_memory_utilization <= 1))
+      fail(ErrorKind::kInvalidArgument, "--gpu-memory-utilization must be in (0, 1], got ", eo.gpu_memory_utilization);
+  } else {
+    const server::MemoryPlan plan =
+        server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory,
+                            model->decoder().kv_dtype());
+    eo.kv_cache_bytes = plan.kv_bytes;
+    LOCR_INFO("serve: ", plan.explain());
+  }
 
   runtime::Engine engine(*model, eo);
   server::ServerContext ctx(*model, engine, so);

@@ -10,7 +10,9 @@ void add_model_options(Args& a) {
   a.option("model", "Hugging Face model directory, or ORG/NAME from the HF cache (pulled when missing)", "DIR");
   a.option("threads", "worker threads (default: physical cores)", "N");
   a.option("dtype", "compute precision: bf16 (default; BF16 matmul inputs, FP32 accumulation) or f32", "TYPE");
-  a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle)", "NAME");
+  a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle), cuda (NVIDIA GPU; "
+                      "builds with -DLOCR_CUDA=ON)", "NAME");
+  a.option("device", "cpu (default) or cuda (= --backend cuda)", "NAME");
   a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
 }
@@ -35,7 +37,9 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   model::LoadOptions lo;
   const std::string dtype = a.get("dtype", "bf16");
   if (dtype != "bf16" && dtype != "f32") fail(ErrorKind::kInvalidArgument, "--dtype must be bf16 or f32, got '", dtype, "'");
-  lo.backend = a.get("backend", dtype == "f32" ? "cpu-f32" : "cpu-bf16");
+  const std::string device = a.get("device", "cpu");
+  if (device != "cpu" && device != "cuda") fail(ErrorKind::kInvalidArgument, "--device must be cpu or cuda, got '", device, "'");
+  lo.backend = a.get("backend", device == "cuda" ? "cuda" : dtype == "f32" ? "cpu-f32" : "cpu-bf16");
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
   // ORG/NAME resolves to the Hugging Face cache snapshot (pulled when missing).

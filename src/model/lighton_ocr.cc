@@ -5,6 +5,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#ifdef LOCR_HAVE_CUDA
+#include "kernels/cuda/cuda_api.h"
+#endif
 
 namespace locr::model {
 
@@ -79,7 +82,18 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   if (!io::is_directory(dir))
     fail(ErrorKind::kNotFound, "model directory not found: ", dir,
          " (download one, e.g. lightonai/LightOnOCR-2-1B, and pass its path)");
+  const bool cuda = opts.backend == "cuda";
+  if (cuda) {
+#ifdef LOCR_HAVE_CUDA
+    std::string why;
+    if (!kernels::cuda::available(&why))
+      fail(ErrorKind::kUnsupported, "--backend cuda: ", why);
+#else
+    fail(ErrorKind::kUnsupported, "this locr was built without CUDA; rebuild with -DLOCR_CUDA=ON");
+#endif
+  }
   std::unique_ptr<LightOnOcr> m(new LightOnOcr());
+  m->backend_ = opts.backend;
   m->config_ = ModelConfig::from_file(io::join_path(dir, "config.json"));
   const std::string gen_path = io::join_path(dir, "generation_config.json");
   if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json_file(gen_path));
@@ -106,8 +120,10 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
 
   m->tensors_ = io::SafetensorsSet::open_dir(dir);
   m->weights_ = load_weights(m->tensors_, m->config_);
-  m->ops_ = kernels::make_ops(opts.backend);
-  prepare_weights(m->weights_, *m->ops_);
+  // With "cuda" the weights are converted and uploaded by the CUDA executor; the host keeps the
+  // unpacked checkpoint views (the CPU kernels only serve host-side helpers such as embed).
+  m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
+  if (!cuda) prepare_weights(m->weights_, *m->ops_);
   m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->weights_.text, *m->ops_);
   m->encoder_ = std::make_unique<VisionEncoder>(m->config_.vision, m->weights_.vision, *m->ops_);
   m->projector_ = std::make_unique<Projector>(m->config_, m->weights_.projector, *m->ops_);

@@ -26,7 +26,8 @@
 namespace locr::model {
 
 struct LoadOptions {
-  std::string backend = "cpu";      // kernel backend (kernels::make_ops): cpu (= cpu-bf16), cpu-f32, ref
+  std::string backend = "cpu";      // kernel backend (kernels::make_ops): cpu (= cpu-bf16), cpu-f32, ref;
+                                    // "cuda": the CUDA executor (weights go to the GPU, no CPU packing)
   std::string chat_template_file;   // overrides the model's template when set
   int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
 };
@@ -53,6 +54,12 @@ class LightOnOcr {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ChatTemplate& chat_template() const { return *template_; }
   kernels::Ops& ops() { return *ops_; }
+  // The backend named at load ("cuda" for the GPU executor; otherwise a CPU kernel backend).
+  const std::string& backend() const { return backend_; }
+  // The checkpoint's weights (memory-mapped, unpacked for "cuda") for device uploads.
+  const ModelWeights& weights() const { return weights_; }
+  // A slot where a device executor keeps state shared by all its instances (uploaded weights).
+  std::shared_ptr<void>& device_cache() const { return device_cache_; }
   const TextDecoder& decoder() const { return *decoder_; }
   const VisionEncoder& encoder() const { return *encoder_; }
   const Projector& projector() const { return *projector_; }
@@ -83,6 +90,8 @@ class LightOnOcr {
   std::unique_ptr<VisionEncoder> encoder_;
   std::unique_ptr<Projector> projector_;
   nlohmann::json template_vars_;  // bos_token, eos_token, ... from tokenizer_config.json
+  std::string backend_;
+  mutable std::shared_ptr<void> device_cache_;
 };
 
 ProcessorConfig load_processor_config(const std::string& dir, int align);

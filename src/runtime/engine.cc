@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <unordered_map>
 
 #include "core/log.h"
+#include "runtime/executor_factory.h"
 
 namespace locr::runtime {
 
@@ -22,14 +24,15 @@ struct Engine::Seq {
   std::vector<uint64_t> block_hashes;  // content hashes of the prompt's full blocks
   int64_t n_published = 0;
   // Vision.
-  std::unique_ptr<model::VisionState> vision;
-  Tensor image_embeds;          // [n image tokens, hidden] once encoded
+  std::unique_ptr<model::VisionJob> vision;
+  std::shared_ptr<model::ImageEmbeds> image_embeds;  // [n image tokens, hidden] once encoded
   std::vector<int64_t> image_index;  // per prompt position: row of image_embeds or -1
   bool vision_done = true;
   // Sampling.
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<LoopGuard> loop_guard;
   std::unordered_map<int32_t, int> out_counts;
+  uint64_t device_seed = 0;     // seeds device sampling (the request's seed when it gives one)
   // Timing.
   Clock::time_point t_submit, t_admit, t_last_token;
   bool admitted = false;
@@ -42,6 +45,22 @@ struct Engine::Seq {
 
 namespace {
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+model::ExecutorOptions executor_options(const EngineOptions& o) {
+  model::ExecutorOptions e;
+  e.block_size = o.block_size;
+  e.kv_cache_bytes = o.kv_cache_bytes;
+  e.gpu_memory_utilization = o.gpu_memory_utilization;
+  // Sized from device memory: no more than the sequences could ever use (twice over for
+  // prefix-cache reuse), as server/memory_plan caps the host pool.
+  if (o.kv_cache_bytes < 0)
+    e.max_kv_blocks = 2LL * o.max_num_seqs * ((o.max_model_len + o.block_size - 1) / o.block_size);
+  e.max_num_seqs = o.max_num_seqs;
+  e.max_num_batched_tokens = o.max_num_batched_tokens;
+  e.max_model_len = o.max_model_len;
+  e.cuda_graphs = o.cuda_graphs;
+  return e;
+}
 
 uint64_t hash_images(const std::vector<model::ProcessedImage>& images) {
   uint64_t h = 0x9e3779b97f4a7c15ull;
@@ -57,14 +76,13 @@ uint64_t hash_images(const std::vector<model::ProcessedImage>& images) {
 Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
     : model_(model),
       opts_(opts),
-      blocks_(std::max<int64_t>(1, opts.kv_cache_bytes / model::KvPool::bytes_per_block(model.config().text, opts.block_size, model.decoder().kv_dtype())),
-              opts.block_size, opts.enable_prefix_caching),
-      kv_(model.config().text, blocks_.n_blocks(), opts.block_size, model.decoder().kv_dtype()) {
+      exec_(make_executor(model, executor_options(opts))),
+      blocks_(exec_->kv_blocks(), opts.block_size, opts.enable_prefix_caching) {
   if (opts_.vision_budget <= 0) opts_.vision_budget = 4LL * opts_.max_num_batched_tokens;
   free_blocks_ = blocks_.n_free();
-  LOCR_INFO("engine: ", blocks_.n_blocks(), " KV blocks of ", opts_.block_size, " tokens (",
-            blocks_.n_blocks() * opts_.block_size, " tokens, ",
-            (blocks_.n_blocks() * model::KvPool::bytes_per_block(model.config().text, opts.block_size, model.decoder().kv_dtype())) >> 20,
+  LOCR_INFO("engine: ", exec_->name(), " executor, ", blocks_.n_blocks(), " KV blocks of ", opts_.block_size,
+            " tokens (", blocks_.n_blocks() * opts_.block_size, " tokens, ",
+            (blocks_.n_blocks() * exec_->kv_bytes_per_block()) >> 20,
             " MiB reserved), max_num_seqs ", opts_.max_num_seqs, ", max_num_batched_tokens ",
             opts_.max_num_batched_tokens, ", prefix caching ", opts_.enable_prefix_caching ? "on" : "off");
   thread_ = std::thread([this] { loop(); });
@@ -78,6 +96,7 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
   s->tokens = in.prompt_ids;
   s->n_prompt = in.prompt_ids.size();
   s->sampler = std::make_unique<Sampler>(in.sampling);
+  s->device_seed = in.sampling.has_seed ? in.sampling.seed : std::random_device{}();
   s->loop_guard = std::make_unique<LoopGuard>(in.loop_guard);
   s->t_submit = Clock::now();
   s->in = std::move(in);
@@ -201,17 +220,12 @@ void Engine::publish_blocks(Seq& s) {
 
 void Engine::run_vision(Seq& s, int64_t budget) {
   const auto t0 = Clock::now();
-  const auto& enc = model_.encoder();
-  if (!s.vision) {
-    std::vector<model::ImageGrid> grids;
-    const std::vector<float> patches = model_.vision_patches(s.in.images, &grids);
-    s.vision = std::make_unique<model::VisionState>(enc.begin(patches.data(), grids));
-  }
+  if (!s.vision) s.vision = exec_->vision_begin(s.in.images);
   const int64_t n = std::max<int64_t>(1, s.vision->n_patches());
-  const int layers = static_cast<int>(std::clamp<int64_t>(budget / n, 1, enc.num_layers()));
-  enc.run_layers(*s.vision, layers);
-  if (enc.done(*s.vision)) {
-    s.image_embeds = model_.projector().forward(s.vision->x, s.vision->grids);
+  const int layers = static_cast<int>(std::clamp<int64_t>(budget / n, 1, exec_->vision_layers()));
+  exec_->vision_run(*s.vision, layers);
+  if (s.vision->done()) {
+    s.image_embeds = exec_->vision_finish(*s.vision);
     s.vision.reset();
     s.vision_done = true;
     // Map prompt positions to image embedding rows.
@@ -219,7 +233,7 @@ void Engine::run_vision(Seq& s, int64_t budget) {
     int64_t next = 0;
     for (size_t t = 0; t < s.n_prompt; ++t)
       if (s.tokens[t] == model_.config().image_token_id) s.image_index[t] = next++;
-    LOCR_CHECK(next == s.image_embeds.dim(0), "image tokens ", next, " != features ", s.image_embeds.dim(0));
+    LOCR_CHECK(next == s.image_embeds->rows(), "image tokens ", next, " != features ", s.image_embeds->rows());
   }
   s.times.vision_s += secs(t0, Clock::now());
   if (s.vision_done) metrics_.vision_seconds.observe(s.times.vision_s);
@@ -265,8 +279,21 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
     for (int32_t t : in.eos_ids)
       if (t >= 0 && t < V) logits[t] = -INFINITY;
   const int32_t tok = s.sampler->sample(logits, V);
-  e.token = tok;
   if (in.logprobs >= 0) e.logprob = raw[tok] - lse;
+  emit(s, tok, std::move(e));
+}
+
+// Whether the device may sample this sequence's next token: nothing the host does to logits
+// (penalties, top-logprob lists, min_tokens holding back EOS) applies.
+bool Engine::device_sampling(const Seq& s) const {
+  const RequestInput& in = s.in;
+  return exec_->supports_device_sampling() && in.repetition_penalty == 1.0f && in.presence_penalty == 0.0f &&
+         in.frequency_penalty == 0.0f && in.logprobs <= 0 && s.n_generated() >= in.min_tokens;
+}
+
+void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
+  const RequestInput& in = s.in;
+  e.token = tok;
   s.tokens.push_back(tok);
   ++s.out_counts[tok];
   const auto now = Clock::now();
@@ -355,7 +382,7 @@ bool Engine::step() {
       continue;
     }
     admit_prefix(s);
-    const bool needs_vision = !s.in.images.empty() && s.image_embeds.empty_tensor();
+    const bool needs_vision = !s.in.images.empty() && !s.image_embeds;
     const int64_t n = needs_vision ? 0 : std::min(s.pending(), budget);
     if (!needs_vision && n <= 0) {
       blocks_.release(s.table);  // keep the cached prefix for later
@@ -417,45 +444,64 @@ bool Engine::step() {
   }
 
   // 4. One decoder pass over all scheduled rows.
-  const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
-  int64_t R = 0;
-  for (const auto& x : sched) R += x.n;
-  Tensor x = Tensor::empty(DType::kF32, {R, H});
-  std::vector<model::SeqStep> steps;
-  std::vector<int64_t> sample_rows;
-  std::vector<Seq*> sample_seqs;
-  int64_t row = 0;
-  for (const auto& sc : sched) {
-    Seq& s = *sc.s;
-    const int32_t* ids = s.tokens.data() + s.n_computed;
-    float* xr = x.data<float>() + row * H;
-    model_.decoder().embed(ids, sc.n, xr);
-    if (!s.image_index.empty())
-      for (int64_t i = 0; i < sc.n; ++i) {
-        const int64_t pos = s.n_computed + i;
-        if (pos < static_cast<int64_t>(s.image_index.size()) && s.image_index[pos] >= 0)
-          std::memcpy(xr + i * H, s.image_embeds.data<float>() + s.image_index[pos] * H, H * sizeof(float));
-      }
-    steps.push_back({s.n_computed, sc.n, s.table.data()});
-    if (s.n_computed + sc.n == static_cast<int64_t>(s.tokens.size())) {
-      sample_rows.push_back(row + sc.n - 1);
-      sample_seqs.push_back(&s);
+  std::vector<model::StepSeq> steps;
+  std::vector<model::DeviceSample> dsample(sched.size());
+  std::vector<Seq*> sample_seqs(sched.size(), nullptr);
+  std::vector<std::vector<int64_t>> image_rows(sched.size());
+  for (size_t k = 0; k < sched.size(); ++k) {
+    Seq& s = *sched[k].s;
+    model::StepSeq st;
+    st.ids = s.tokens.data() + s.n_computed;
+    st.n = sched[k].n;
+    st.pos0 = s.n_computed;
+    st.block_table = s.table.data();
+    st.table_len = static_cast<int64_t>(s.table.size());
+    if (!s.image_index.empty() && s.n_computed < static_cast<int64_t>(s.image_index.size())) {
+      // Rows past the prompt (generated tokens, recomputed after preemption) take no image row.
+      auto& rows = image_rows[k];
+      rows.assign(st.n, -1);
+      for (int64_t i = 0; i < st.n && s.n_computed + i < static_cast<int64_t>(s.image_index.size()); ++i)
+        rows[i] = s.image_index[s.n_computed + i];
+      st.images = s.image_embeds.get();
+      st.image_rows = rows.data();
     }
-    row += sc.n;
+    if (s.n_computed + st.n == static_cast<int64_t>(s.tokens.size())) {
+      st.want_logits = true;
+      sample_seqs[k] = &s;
+      if (device_sampling(s)) {
+        model::DeviceSample& d = dsample[k];
+        const SamplingParams& sp = s.in.sampling;
+        d.temperature = sp.top_k == 1 ? 0.0f : sp.temperature;
+        d.top_p = sp.top_p;
+        d.top_k = sp.top_k > 0 ? sp.top_k : 0;
+        d.min_p = sp.min_p;
+        d.seed = s.device_seed;
+        d.step = static_cast<uint64_t>(s.n_generated());
+        d.want_logprob = s.in.logprobs == 0;
+        st.sample = &d;
+      }
+    }
+    steps.push_back(st);
   }
-  model_.decoder().forward(x.data<float>(), steps, kv_);
+  model::StepOutput out;
+  exec_->step(steps, &out);
   for (const auto& sc : sched) {
     sc.s->n_computed += sc.n;
     publish_blocks(*sc.s);
   }
-  if (!sample_rows.empty()) {
-    const int64_t S = static_cast<int64_t>(sample_rows.size());
-    Tensor h = Tensor::empty(DType::kF32, {S, H});
-    for (int64_t i = 0; i < S; ++i)
-      std::memcpy(h.data<float>() + i * H, x.data<float>() + sample_rows[i] * H, H * sizeof(float));
-    Tensor logits = Tensor::empty(DType::kF32, {S, V});
-    model_.decoder().logits(h.data<float>(), S, logits.data<float>());
-    for (int64_t i = 0; i < S; ++i) sample_and_emit(*sample_seqs[i], logits.data<float>() + i * V);
+  const int64_t V = model_.config().text.vocab_size;
+  std::vector<float*> host_logits(sched.size(), nullptr);
+  for (size_t i = 0; i < out.logits_seq.size(); ++i) host_logits[out.logits_seq[i]] = out.logits.data<float>() + i * V;
+  for (size_t k = 0; k < sched.size(); ++k) {
+    if (!sample_seqs[k]) continue;
+    if (host_logits[k]) {
+      sample_and_emit(*sample_seqs[k], host_logits[k]);
+    } else {
+      LOCR_CHECK(out.tokens.size() > k && out.tokens[k] >= 0, "the executor returned neither logits nor a token");
+      TokenEvent e;
+      if (sample_seqs[k]->in.logprobs >= 0) e.logprob = out.logprobs[k];
+      emit(*sample_seqs[k], out.tokens[k], std::move(e));
+    }
   }
   // Drop finished sequences (their blocks are already released).
   running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->finished; }),

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/executor.h"
 #include "model/lighton_ocr.h"
 #include "runtime/block_manager.h"
 #include "runtime/metrics.h"
@@ -29,7 +30,10 @@ struct EngineOptions {
   int max_num_batched_tokens = 4096;
   int max_model_len = 8192;
   int block_size = 16;
-  int64_t kv_cache_bytes = 512LL << 20;  // KV pool budget (reserved; committed as used)
+  int64_t kv_cache_bytes = 512LL << 20;  // KV pool budget (reserved; committed as used);
+                                         // < 0 on a device backend: from gpu_memory_utilization
+  double gpu_memory_utilization = 0.9;   // device backends only, when kv_cache_bytes < 0
+  bool cuda_graphs = true;               // device backends: replay decode-only steps as graphs
   bool enable_prefix_caching = true;
   int64_t vision_budget = 0;  // patch-layers per step; 0 = 4 * max_num_batched_tokens
 };
@@ -50,6 +54,7 @@ class Engine {
   const EngineMetrics& metrics() const { return metrics_; }
   int64_t kv_blocks_total() const { return blocks_.n_blocks(); }
   int64_t kv_blocks_free() const { return free_blocks_.load(); }
+  const char* executor_name() const { return exec_->name(); }
 
  private:
   struct Seq;
@@ -62,11 +67,13 @@ class Engine {
   void publish_blocks(Seq& s);
   void run_vision(Seq& s, int64_t budget);
   void sample_and_emit(Seq& s, float* logits);
+  void emit(Seq& s, int32_t tok, TokenEvent e);
+  bool device_sampling(const Seq& s) const;
 
   const model::LightOnOcr& model_;
   EngineOptions opts_;
+  std::unique_ptr<model::Executor> exec_;  // owns the KV pool; before blocks_ (sizes it)
   BlockManager blocks_;
-  model::KvPool kv_;
   EngineMetrics metrics_;
   std::atomic<int64_t> free_blocks_{0};
 

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "runtime/executor_factory.h"
 
 namespace locr::runtime {
 
@@ -23,39 +28,98 @@ SamplingParams default_sampling(const model::GenerationConfig& g) {
   return s;
 }
 
+model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t positions) {
+  model::ExecutorOptions o;
+  o.block_size = 16;
+  o.max_kv_blocks = std::max<int64_t>(1, (positions + o.block_size - 1) / o.block_size);
+  o.kv_cache_bytes = std::numeric_limits<int64_t>::max() / 2;  // the block cap decides
+  o.max_num_seqs = 1;
+  o.max_num_batched_tokens = static_cast<int>(std::max<int64_t>(1, prompt_len));
+  o.max_model_len = static_cast<int>(std::max<int64_t>(1, positions));
+  o.cuda_graphs = false;  // one sequence, a few hundred steps: capture would not pay off
+  return o;
+}
+
 GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const GenerateOptions& opts,
                         const GenerateHooks& hooks) {
+  const int64_t T = static_cast<int64_t>(prompt.ids.size());
+  auto exec = make_executor(m, single_sequence_options(T, T + std::max(0, opts.max_tokens)));
+  return generate(m, *exec, prompt, opts, hooks);
+}
+
+GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const model::Prompt& prompt,
+                        const GenerateOptions& opts, const GenerateHooks& hooks) {
   GenerateResult r;
   const auto& tc = m.config().text;
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
   const int64_t V = tc.vocab_size;
+  const int64_t positions = T + std::max(0, opts.max_tokens);
+  LOCR_CHECK(exec.kv_blocks() * exec.block_size() >= positions, "KV cache overflow: ", positions, " > ",
+             exec.kv_blocks() * exec.block_size());
+  std::vector<int32_t> table(exec.kv_blocks());
+  std::iota(table.begin(), table.end(), 0);
 
   auto t0 = std::chrono::steady_clock::now();
-  model::ImageEncoding enc = m.encode_images(prompt.images);
+  std::shared_ptr<model::ImageEmbeds> images;
+  std::vector<int64_t> image_rows;
+  if (!prompt.images.empty()) {
+    auto job = exec.vision_begin(prompt.images);
+    exec.vision_run(*job, exec.vision_layers());
+    model::ImageEncoding enc;
+    images = exec.vision_finish(*job, hooks.on_images ? &enc.vision_hidden : nullptr);
+    if (hooks.on_images) {
+      enc.embeds = images->to_host();
+      hooks.on_images(enc);
+    }
+  }
+  {
+    int64_t next = 0;
+    const int64_t available = images ? images->rows() : 0;
+    image_rows.assign(T, -1);
+    for (int64_t t = 0; t < T; ++t)
+      if (prompt.ids[t] == m.config().image_token_id) {
+        if (next >= available)
+          fail(ErrorKind::kInvalidArgument, "prompt has more image tokens than image features (", available, ")");
+        image_rows[t] = next++;
+      }
+    if (next != available)
+      fail(ErrorKind::kInvalidArgument, "image features (", available, ") and image tokens (", next, ") do not match");
+  }
   r.vision_s = seconds_since(t0);
-  if (hooks.on_images && !prompt.images.empty()) hooks.on_images(enc);
 
   t0 = std::chrono::steady_clock::now();
-  Tensor x = m.embed_prompt(prompt.ids, prompt.images.empty() ? nullptr : &enc.embeds);
-  model::KvCache cache(tc, T + std::max(0, opts.max_tokens), 16, m.decoder().kv_dtype());
-  std::function<void(int, const float*)> on_hidden;
-  if (hooks.on_hidden) on_hidden = [&](int i, const float* h) { hooks.on_hidden(i, h, T); };
-  m.decoder().forward(x.data<float>(), T, cache, on_hidden);
-  std::vector<float> logits(V);
-  m.decoder().logits(x.data<float>() + (T - 1) * tc.hidden_size, 1, logits.data());
+  model::StepSeq st;
+  st.ids = prompt.ids.data();
+  st.n = T;
+  st.pos0 = 0;
+  st.block_table = table.data();
+  st.table_len = static_cast<int64_t>(table.size());
+  st.images = images.get();
+  st.image_rows = images ? image_rows.data() : nullptr;
+  st.want_logits = true;
+  model::StepOutput out;
+  model::HiddenHook on_hidden;
+  if (hooks.on_hidden) on_hidden = [&](int i, const float* h, int64_t rows) { hooks.on_hidden(i, h, rows); };
+  exec.step({st}, &out, on_hidden);
+  std::vector<float> logits(out.logits.data<float>(), out.logits.data<float>() + V);
   if (hooks.on_prompt_logits) hooks.on_prompt_logits(logits.data(), V);
   r.prefill_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
   Sampler sampler(opts.sampling);
   LoopGuard guard(opts.loop_guard);
-  std::vector<float> h(tc.hidden_size);
   r.finish_reason = "length";
   for (int step = 0; step < opts.max_tokens; ++step) {
     if (step > 0) {
-      m.decoder().embed(&r.tokens.back(), 1, h.data());
-      m.decoder().forward(h.data(), 1, cache);
-      m.decoder().logits(h.data(), 1, logits.data());
+      model::StepSeq d;
+      d.ids = &r.tokens.back();
+      d.n = 1;
+      d.pos0 = T + step - 1;
+      d.block_table = table.data();
+      d.table_len = st.table_len;
+      d.want_logits = true;
+      exec.step({d}, &out);
+      std::copy(out.logits.data<float>(), out.logits.data<float>() + V, logits.begin());
     }
     const int32_t tok = sampler.sample(logits.data(), V);
     r.tokens.push_back(tok);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/executor.h"
 #include "model/lighton_ocr.h"
 #include "runtime/loop_guard.h"
 #include "runtime/sampler.h"
@@ -37,8 +38,14 @@ struct GenerateHooks {
   std::function<bool(int32_t)> on_token;  // return false to stop
 };
 
+// Runs on an executor made for this call (the model's backend; KV sized for the prompt + max_tokens).
 GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const GenerateOptions& opts,
                         const GenerateHooks& hooks = {});
+// Runs on `exec`, whose KV pool must hold prompt + max_tokens positions (blocks 0.. are used).
+GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const model::Prompt& prompt,
+                        const GenerateOptions& opts, const GenerateHooks& hooks = {});
+// Executor options for one sequence of up to `positions` tokens whose prompt is `prompt_len`.
+model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t positions);
 
 // Sampling defaults from generation_config.json (temperature/top_p/top_k when do_sample).
 SamplingParams default_sampling(const model::GenerationConfig& g);

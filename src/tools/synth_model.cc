@@ -131,7 +131,13 @@ SynthPreset synth_preset(const std::string& name) {
     p.vision_hidden = 32, p.vision_intermediate = 96, p.vision_layers = 2, p.vision_heads = 2;
     return p;
   }
-  fail(ErrorKind::kInvalidArgument, "unknown preset '", name, "' (expected lightonocr-2-1b or tiny)");
+  if (name == "tiny-hd64") {  // tiny, with the head_dim (64) the CUDA attention kernels take
+    p.text_hidden = 128, p.text_intermediate = 256, p.text_layers = 2, p.text_heads = 4, p.text_kv_heads = 2,
+    p.text_head_dim = 64;
+    p.vision_hidden = 128, p.vision_intermediate = 256, p.vision_layers = 2, p.vision_heads = 2;
+    return p;
+  }
+  fail(ErrorKind::kInvalidArgument, "unknown preset '", name, "' (expected lightonocr-2-1b, tiny or tiny-hd64)");
 }
 
 std::vector<WeightSpec> synth_weight_specs(const SynthPreset& p) {

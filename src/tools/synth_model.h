@@ -30,7 +30,8 @@ struct SynthPreset {
   int64_t n_regular_tokens = 151643;  // tokenizer ids below the added tokens
 };
 
-// "lightonocr-2-1b" (the real shapes) or "tiny" (2+2 layers, hidden 64/32, the real vocabulary).
+// "lightonocr-2-1b" (the real shapes), "tiny" (2+2 layers, hidden 64/32, the real vocabulary) or
+// "tiny-hd64" (2+2 layers, hidden 128, head_dim 64 in both towers: the CUDA kernels' head size).
 SynthPreset synth_preset(const std::string& name);
 
 enum class WeightKind { kLinear, kEmbedding, kNorm };

@@ -1,0 +1,145 @@
+// The executor boundary: what the engine and the CLI loop ask of a compute backend, so the same
+// scheduling code drives the CPU kernels or a GPU. An executor owns the paged KV pool and runs
+//   (a) vision encoding of a batch of pages, incrementally (begin / run some layers / finish ->
+//       image embeddings, kept wherever the backend wants them: host F32 or device memory),
+//   (b) one decoder step over several sequences: per sequence the new token ids, their positions
+//       pos0 .. pos0+n-1, its KV block table, which rows take image embeddings instead of token
+//       embeddings, and whether the last row's logits (or a device-sampled token) are wanted.
+// Scheduling, prefix caching and block accounting stay in runtime/; an executor only computes.
+//
+// CpuExecutor wraps TextDecoder / VisionEncoder / Projector / KvPool with exactly the calls the
+// engine made before (results are bit-identical). The CUDA executor (src/model/cuda/) is made by
+// runtime/executor_factory when the model was loaded with backend "cuda".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/processor.h"
+#include "model/text_decoder.h"
+#include "model/vision_encoder.h"
+
+namespace locr::model {
+
+class LightOnOcr;
+
+// Image embeddings of one request's pages: [rows, text hidden] F32, on the host or on a device.
+class ImageEmbeds {
+ public:
+  virtual ~ImageEmbeds() = default;
+  virtual int64_t rows() const = 0;
+  // A host copy [rows, hidden] F32 (for dumps and comparisons; the CPU executor returns its own).
+  virtual Tensor to_host() const = 0;
+};
+
+// A vision encoding in progress (the residual stream after some encoder blocks).
+class VisionJob {
+ public:
+  virtual ~VisionJob() = default;
+  virtual int64_t n_patches() const = 0;
+  virtual bool done() const = 0;
+};
+
+// Device sampling parameters of one sequence (see kernels/cuda SampleParams): used only when the
+// executor supports device sampling and the request needs no host-side logits processing.
+struct DeviceSample {
+  float temperature = 0.0f;  // <= 0: greedy
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  int32_t top_k = 0;
+  uint64_t seed = 0;
+  uint64_t step = 0;  // tokens generated so far (the generator's counter)
+  bool want_logprob = false;
+};
+
+// One sequence's share of a decoder step.
+struct StepSeq {
+  const int32_t* ids = nullptr;  // n new token ids
+  int64_t n = 0;
+  int64_t pos0 = 0;              // position of ids[0]; keys of 0 .. pos0-1 are in the cache
+  const int32_t* block_table = nullptr;
+  int64_t table_len = 0;         // entries in block_table (covers positions < pos0 + n)
+  // Row i (< n) takes image embedding row image_rows[i] of `images` when >= 0 (null: none).
+  const ImageEmbeds* images = nullptr;
+  const int64_t* image_rows = nullptr;
+  bool want_logits = false;      // the last row's logits (host) or sampled token
+  const DeviceSample* sample = nullptr;  // with want_logits: sample on the device instead
+};
+
+struct StepOutput {
+  // Host logits [k, vocab] for the sequences with want_logits and no device sample, in order.
+  Tensor logits;
+  std::vector<int> logits_seq;   // index into the step's sequences of each logits row
+  // Device-sampled tokens (and log-probabilities when asked) per sequence; -1 where not sampled.
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+};
+
+// transformers' output_hidden_states for a step: (i, [rows, hidden] F32 host) for i = 0..L.
+using HiddenHook = std::function<void(int, const float*, int64_t rows)>;
+
+struct ExecutorOptions {
+  int block_size = 16;
+  int64_t kv_cache_bytes = 512LL << 20;  // KV pool budget; < 0: from gpu_memory_utilization
+  double gpu_memory_utilization = 0.9;   // device backends, when kv_cache_bytes < 0
+  int64_t max_kv_blocks = 0;             // cap on the pool (0 = none)
+  int max_num_seqs = 32;                 // device backends: fixed step buffers
+  int max_num_batched_tokens = 4096;
+  int max_model_len = 8192;
+  bool cuda_graphs = true;               // capture decode-only steps (device backends)
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const char* name() const = 0;
+
+  virtual int64_t kv_blocks() const = 0;
+  virtual int block_size() const = 0;
+  virtual int64_t kv_bytes_per_block() const = 0;
+  virtual bool supports_device_sampling() const { return false; }
+  // Waits for the work queued so far (device backends run asynchronously; timings need this).
+  virtual void synchronize() {}
+
+  // Vision: begin() prepares patches and runs the patch conv + ln_pre; run_layers advances up to n
+  // encoder blocks; finish() runs the projector (and, when vision_hidden is set, copies the
+  // encoder's output to the host).
+  virtual std::unique_ptr<VisionJob> vision_begin(const std::vector<ProcessedImage>& images) = 0;
+  virtual void vision_run(VisionJob& job, int n_layers) = 0;
+  virtual std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) = 0;
+  virtual int vision_layers() const = 0;
+
+  // One decoder pass over all rows of `seqs`. `hidden`, when set, receives every hidden state of
+  // all rows (dumps and parity checks; slow on devices).
+  virtual void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) = 0;
+};
+
+// Runs today's CPU code (kernels::Ops of the loaded model).
+class CpuExecutor : public Executor {
+ public:
+  CpuExecutor(const LightOnOcr& model, const ExecutorOptions& opts);
+  const char* name() const override { return "cpu"; }
+  int64_t kv_blocks() const override { return kv_.n_blocks(); }
+  int block_size() const override { return kv_.block_size(); }
+  int64_t kv_bytes_per_block() const override;
+  std::unique_ptr<VisionJob> vision_begin(const std::vector<ProcessedImage>& images) override;
+  void vision_run(VisionJob& job, int n_layers) override;
+  std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) override;
+  int vision_layers() const override;
+  void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) override;
+
+  // Host image embeddings (also what the CPU executor's ImageEmbeds are).
+  static std::shared_ptr<ImageEmbeds> host_embeds(Tensor t);
+
+ private:
+  const LightOnOcr& model_;
+  KvPool kv_;
+};
+
+// KV blocks that `bytes` buys at `bytes_per_block`, at least 1, capped by max_blocks (> 0).
+int64_t kv_blocks_for(int64_t bytes, int64_t bytes_per_block, int64_t max_blocks);
+
+}  // namespace locr::model
