@@ -125,7 +125,9 @@ void declare(Args& a) {
            "TYPE");
   a.option("backend", "kernel backend, overriding --dtype and --device: cpu-bf16, cpu-f32, ref (scalar oracle), cuda",
            "NAME");
-  a.option("device", "auto (default: cuda when this locr has CUDA and a GPU is usable, else cpu), cpu or cuda",
+  a.option("device",
+           "cpu (default until the CUDA path has been validated on a GPU), cuda, or auto (cuda when this locr "
+           "has CUDA and a GPU is usable, else cpu)",
            "NAME");
   a.option("chat-template", "chat template file (or template text) overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
@@ -171,8 +173,9 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  // The device: --backend wins, else --device (auto: a usable GPU when built with CUDA).
-  const std::string device = a.get("device", "auto");
+  // The device: --backend wins, else --device (auto: a usable GPU when built with CUDA). The default
+  // stays cpu until the CUDA path has run on a GPU (it compiles and its tests skip without one).
+  const std::string device = a.get("device", "cpu");
   if (device != "auto" && device != "cpu" && device != "cuda")
     fail(ErrorKind::kInvalidArgument, "--device must be auto, cpu or cuda, got '", device, "'");
   bool on_cuda = device == "cuda";
@@ -187,6 +190,9 @@ int cmd_serve(int argc, char** argv) {
         !model::cuda::supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))
       on_cuda = false;
     LOCR_INFO("serve: --device auto: ", on_cuda ? "cuda" : "cpu", on_cuda ? std::string() : " (" + why + ")");
+  } else if (device == "cpu" && kernels::cuda::available()) {
+    LOCR_INFO("serve: a CUDA GPU is usable; --device cuda (or auto) runs on it. The CUDA path is new and has not "
+              "yet been validated on hardware, so the default stays cpu");
   }
 #endif
   bool cuda_graphs = true;
