@@ -534,37 +534,62 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   }
 }
 
-// Few queries (decode), flash-decoding style: one query row i against keys [j0, j1) for every
-// head at once, so each K and V row (all kv heads, contiguous) is streamed from memory exactly
-// once. Writes per-head partial results: o [n_heads][head_dim] (unnormalised), ml [n_heads][2]
-// (max score, sum of exp). Scratch: n_heads * (j1 - j0) floats. f32 in every mode: this path is
-// bound by reading K and V, not by arithmetic.
-inline float dot_hd(const float* x, const float* y, int64_t hd) {
+// Keys/values are F32 or BF16 (a BF16 KV cache); these load either as f32 vectors.
+inline vf vload_kv(const float* p) { return vload(p); }
+inline vf vload_kv(const uint16_t* p) { return vload_bf16(p); }
+inline vf vload_kv_n(const float* p, int n) { return vload_n(p, n); }
+inline vf vload_kv_n(const uint16_t* p, int n) { return vload_bf16_n(p, n); }
+
+// Pool row of logical key j (through the block table when the cache is paged).
+inline int64_t kv_row(const AttnArgs& a, int64_t j) {
+  return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+}
+
+template <class T>
+float dot_hd(const float* x, const T* y, int64_t hd) {
   vf acc0 = vzero(), acc1 = vzero();
   int64_t d = 0;
   for (; d + 2 * W <= hd; d += 2 * W) {
-    acc0 = vfma(vload(x + d), vload(y + d), acc0);
-    acc1 = vfma(vload(x + d + W), vload(y + d + W), acc1);
+    acc0 = vfma(vload(x + d), vload_kv(y + d), acc0);
+    acc1 = vfma(vload(x + d + W), vload_kv(y + d + W), acc1);
   }
   for (; d < hd; d += W) {
     const int n = static_cast<int>(min64(W, hd - d));
-    acc0 = vfma(vload_n(x + d, n), vload_n(y + d, n), acc0);
+    acc0 = vfma(vload_n(x + d, n), vload_kv_n(y + d, n), acc0);
   }
   return vhsum(vadd(acc0, acc1));
 }
 
-inline float dot_hd_bf16(const float* x, const uint16_t* y, int64_t hd) {
-  vf acc0 = vzero(), acc1 = vzero();
-  int64_t d = 0;
-  for (; d + 2 * W <= hd; d += 2 * W) {
-    acc0 = vfma(vload(x + d), vload_bf16(y + d), acc0);
-    acc1 = vfma(vload(x + d + W), vload_bf16(y + d + W), acc1);
+// Any head_dim: s[h][j - j0] = q_h . k_j * scale, then o_h += p_hj v_j.
+template <class T>
+void chunk_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const T* k = reinterpret_cast<const T*>(a.k);
+  for (int64_t j = j0; j < j1; ++j) {
+    const T* kr = k + kv_row(a, j) * a.kv_stride;
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
   }
-  for (; d < hd; d += W) {
-    const int n = static_cast<int>(min64(W, hd - d));
-    acc0 = vfma(vload_n(x + d, n), vload_bf16_n(y + d, n), acc0);
+}
+
+template <class T>
+void chunk_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const T* v = reinterpret_cast<const T*>(a.v);
+  for (int64_t j = j0; j < j1; ++j) {
+    const T* vr = v + kv_row(a, j) * a.kv_stride;
+    for (int64_t h = 0; h < a.n_heads; ++h) {
+      const vf p = vset1(s[h * jn + (j - j0)]);
+      const T* vh = vr + (h / group) * a.kv_head_stride;
+      float* oh = o + h * hd;
+      int64_t d = 0;
+      for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload_kv(vh + d), vload(oh + d)));
+      if (d < hd) {
+        const int n = static_cast<int>(hd - d);
+        vstore_n(oh + d, vfma(p, vload_kv_n(vh + d, n), vload_n(oh + d, n)), n);
+      }
+    }
   }
-  return vhsum(vadd(acc0, acc1));
 }
 
 // BF16 keys/values with head_dim = NV vectors: each key (value) head is widened once into
@@ -574,19 +599,19 @@ void bf16_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, flo
   const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
   const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
   for (int64_t j = j0; j < j1; ++j) {
-    const int64_t row = a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+    const uint16_t* krow = k16 + kv_row(a, j) * a.kv_stride;
     for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
-      const uint16_t* kr = k16 + row * a.kv_stride + kh * a.kv_head_stride;
+      const uint16_t* kr = krow + kh * a.kv_head_stride;
       vf kv[NV];
       LOCR_UNROLL for (int v = 0; v < NV; ++v) kv[v] = vload_bf16(kr + v * W);
       for (int64_t g = 0; g < group; ++g) {
         const int64_t h = kh * group + g;
         const float* qh = qi + h * hd;
         vf acc0 = vmul(vload(qh), kv[0]);
-        vf acc1 = NV > 1 ? vmul(vload(qh + W), kv[NV > 1 ? 1 : 0]) : vzero();
+        vf acc1 = vmul(vload(qh + W), kv[1]);
         LOCR_UNROLL for (int v = 2; v < NV; v += 2) {
           acc0 = vfma(vload(qh + v * W), kv[v], acc0);
-          if (v + 1 < NV) acc1 = vfma(vload(qh + (v + 1) * W), kv[v + 1], acc1);
+          acc1 = vfma(vload(qh + (v + 1) * W), kv[v + 1], acc1);
         }
         s[h * jn + (j - j0)] = vhsum(vadd(acc0, acc1)) * a.scale;
       }
@@ -599,9 +624,9 @@ void bf16_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, floa
   const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
   const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
   for (int64_t j = j0; j < j1; ++j) {
-    const int64_t row = a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+    const uint16_t* vrow = v16 + kv_row(a, j) * a.kv_stride;
     for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
-      const uint16_t* vr = v16 + row * a.kv_stride + kh * a.kv_head_stride;
+      const uint16_t* vr = vrow + kh * a.kv_head_stride;
       vf vv[NV];
       LOCR_UNROLL for (int v = 0; v < NV; ++v) vv[v] = vload_bf16(vr + v * W);
       for (int64_t g = 0; g < group; ++g) {
@@ -614,8 +639,13 @@ void bf16_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, floa
   }
 }
 
+// Few queries (decode), flash-decoding style: one query row i against keys [j0, j1) for every
+// head at once, so each K and V row (all kv heads, contiguous) is streamed from memory exactly
+// once. Writes per-head partial results: o [n_heads][head_dim] (unnormalised), ml [n_heads][2]
+// (max score, sum of exp). Scratch: n_heads * (j1 - j0) floats. f32 arithmetic in every mode (K/V
+// widened from BF16 when the cache is BF16): this path is bound by reading K and V, not by arithmetic.
 void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* s) {
-  const int64_t hd = a.head_dim, nh = a.n_heads, group = a.n_heads / a.n_kv_heads;
+  const int64_t hd = a.head_dim, nh = a.n_heads;
   const int64_t n_vis = a.causal ? min64(a.n_kv, a.q_offset + i + 1) : a.n_kv;
   j1 = min64(j1, n_vis);
   const int64_t jn = j1 - j0;
@@ -628,30 +658,13 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     return;
   }
   const float* qi = a.q + i * a.q_stride;
-  // Pool row of logical key j (through the block table when the cache is paged).
-  auto row_of = [&a](int64_t j) {
-    return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
-  };
-  // head_dim of 4 or 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2): the register paths.
+  // BF16 with head_dim of 4 or 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2): the register
+  // paths; everything else the generic loops.
   const int nv_fast = a.kv_bf16 && hd % W == 0 && (hd / W == 4 || hd / W == 8) ? static_cast<int>(hd / W) : 0;
-  if (nv_fast == 8) {
-    bf16_scores<8>(a, qi, j0, j1, s);
-  } else if (nv_fast == 4) {
-    bf16_scores<4>(a, qi, j0, j1, s);
-  } else if (a.kv_bf16) {
-    const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
-    for (int64_t j = j0; j < j1; ++j) {
-      const uint16_t* kr = k16 + row_of(j) * a.kv_stride;
-      for (int64_t h = 0; h < nh; ++h)
-        s[h * jn + (j - j0)] = dot_hd_bf16(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
-    }
-  } else {
-    for (int64_t j = j0; j < j1; ++j) {
-      const float* kr = a.k + row_of(j) * a.kv_stride;
-      for (int64_t h = 0; h < nh; ++h)
-        s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
-    }
-  }
+  if (nv_fast == 8) bf16_scores<8>(a, qi, j0, j1, s);
+  else if (nv_fast == 4) bf16_scores<4>(a, qi, j0, j1, s);
+  else if (a.kv_bf16) chunk_scores<uint16_t>(a, qi, j0, j1, s);
+  else chunk_scores<float>(a, qi, j0, j1, s);
   for (int64_t h = 0; h < nh; ++h) {
     float* sh = s + h * jn;
     float mx = -INFINITY;
@@ -673,46 +686,10 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     ml[2 * h] = mx;
     ml[2 * h + 1] = vhsum(sum);
   }
-  if (nv_fast == 8) {
-    bf16_values<8>(a, j0, j1, s, o);
-    return;
-  }
-  if (nv_fast == 4) {
-    bf16_values<4>(a, j0, j1, s, o);
-    return;
-  }
-  if (a.kv_bf16) {
-    const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
-    for (int64_t j = j0; j < j1; ++j) {
-      const uint16_t* vr = v16 + row_of(j) * a.kv_stride;
-      for (int64_t h = 0; h < nh; ++h) {
-        const vf p = vset1(s[h * jn + (j - j0)]);
-        const uint16_t* vh = vr + (h / group) * a.kv_head_stride;
-        float* oh = o + h * hd;
-        int64_t d = 0;
-        for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload_bf16(vh + d), vload(oh + d)));
-        if (d < hd) {
-          const int n = static_cast<int>(hd - d);
-          vstore_n(oh + d, vfma(p, vload_bf16_n(vh + d, n), vload_n(oh + d, n)), n);
-        }
-      }
-    }
-    return;
-  }
-  for (int64_t j = j0; j < j1; ++j) {
-    const float* vr = a.v + row_of(j) * a.kv_stride;
-    for (int64_t h = 0; h < nh; ++h) {
-      const vf p = vset1(s[h * jn + (j - j0)]);
-      const float* vh = vr + (h / group) * a.kv_head_stride;
-      float* oh = o + h * hd;
-      int64_t d = 0;
-      for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload(vh + d), vload(oh + d)));
-      if (d < hd) {
-        const int n = static_cast<int>(hd - d);
-        vstore_n(oh + d, vfma(p, vload_n(vh + d, n), vload_n(oh + d, n)), n);
-      }
-    }
-  }
+  if (nv_fast == 8) bf16_values<8>(a, j0, j1, s, o);
+  else if (nv_fast == 4) bf16_values<4>(a, j0, j1, s, o);
+  else if (a.kv_bf16) chunk_values<uint16_t>(a, j0, j1, s, o);
+  else chunk_values<float>(a, j0, j1, s, o);
 }
 
 // Merges the chunk partials of query row i: out_h = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c.
