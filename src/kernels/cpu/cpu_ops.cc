@@ -303,15 +303,20 @@ class CpuOps final : public Ops {
       for (int64_t kb = 0; kb < n_kb; ++kb) kb_off[kb + 1] = kb_off[kb] + tiles * tile_elems(kc_of(kb));
       auto* a = static_cast<uint32_t*>(scratch_slot(0).get(static_cast<size_t>(kb_off[n_kb]) * 4));
       for (int64_t kb = 0; kb < n_kb; ++kb) pack(x, M, kb * kc_max, kc_of(kb), a + kb_off[kb]);
-      pool.parallel_for(pw.panels, 1, [&](int64_t b, int64_t e, int) {
-        for (int64_t p = b; p < e; ++p) {
-          const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
+      // Groups of kGroup panels per call give the microkernel independent FMA chains side by side.
+      constexpr int64_t kGroup = 4;
+      const int64_t groups = ceil_div(pw.panels, kGroup);
+      pool.parallel_for(groups, 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t g = b; g < e; ++g) {
+          const int64_t p0 = g * kGroup;
+          const int np = static_cast<int>(std::min<int64_t>(kGroup, pw.panels - p0));
+          const int n_last = static_cast<int>(std::min<int64_t>(nr, N - (p0 + np - 1) * nr));
           for (int64_t kb = 0; kb < n_kb; ++kb) {
             const int64_t kc = kc_of(kb);
             for (int64_t ti = 0; ti < tiles; ++ti) {
               const int m = static_cast<int>(std::min<int64_t>(mr, M - ti * mr));
-              t.gemm_tile(pw.fmt, kc, a + kb_off[kb] + ti * tile_elems(kc), b_at(p, kb * kc_max),
-                          y + ti * mr * N + p * nr, N, m, n, kb > 0);
+              t.gemm_panels(pw.fmt, kc, a + kb_off[kb] + ti * tile_elems(kc), b_at(p0, kb * kc_max), KP * nr, np,
+                            y + ti * mr * N + p0 * nr, N, m, n_last, kb > 0);
             }
           }
         }

@@ -60,6 +60,11 @@ struct KernelTable {
   // the panel's k0 row. ldc: row stride of C.
   void (*gemm_tile)(BFormat fmt, int64_t kc, const void* a, const void* b, float* c, int64_t ldc, int m, int n,
                     bool accumulate);
+  // The same over np consecutive panels (b_stride elements apart; C columns follow on), for the
+  // few-row path; n_last: columns of the last panel. Every element of C is the same FMA chain over
+  // k as gemm_tile computes for it, whatever m and np are (batch invariance).
+  void (*gemm_panels)(BFormat fmt, int64_t kc, const void* a, const void* b, int64_t b_stride, int np, float* c,
+                      int64_t ldc, int m, int n_last, bool accumulate);
 
   // Element-wise (ranges; the caller splits them across threads).
   void (*rms_norm_rows)(const float* x, const float* w, float eps, int64_t rows, int64_t dim, float* y);

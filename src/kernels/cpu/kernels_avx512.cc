@@ -58,6 +58,15 @@ void k_gemm_tile_bf16(BFormat fmt, int64_t kc, const void* a, const void* b, flo
   }
 }
 
+void k_gemm_panels_bf16(BFormat fmt, int64_t kc, const void* a, const void* b, int64_t b_stride, int np, float* c,
+                        int64_t ldc, int m, int n_last, bool accumulate) {
+  if (fmt != BFormat::kPairsBf16) return k_gemm_panels_f32(fmt, kc, a, b, b_stride, np, c, ldc, m, n_last, accumulate);
+  const auto* bp = static_cast<const uint16_t*>(b);
+  for (int p = 0; p < np; ++p)
+    dispatch_dp(m, kc, static_cast<const uint32_t*>(a), bp + p * b_stride, c + p * kNR, ldc, p + 1 == np ? n_last : kNR,
+                accumulate);
+}
+
 // Converts kc (even) values of one row starting at xr to bf16 pairs and writes pair kp to
 // d[kp * kMR]. Values at or past `valid` are zero.
 inline void pack_row_pairs(const float* xr, int64_t kc, int64_t valid, uint32_t* d) {
@@ -154,6 +163,7 @@ const KernelTable* kernel_table_avx512_bf16() {
     k.bf16_dot = true;
     k.pack_a_pairs = avx512::k_pack_a_pairs;
     k.gemm_tile = avx512::k_gemm_tile_bf16;
+    k.gemm_panels = avx512::k_gemm_panels_bf16;
     k.dot_vs_fma_speed = avx512::k_dot_vs_fma_speed;
     return k;
   }();
