@@ -3,7 +3,9 @@
 interrupted run resumed (killed after its first page file appeared), and --server against a real
 `locr serve`. Checks page files, document files, the manifest, and that the three ways agree.
 
-Usage: ocr_test.py LOCR_BIN MODEL_DIR IMAGES_DIR. Without Poppler the PDF is left out.
+Usage: ocr_test.py LOCR_BIN MODEL_DIR IMAGES_DIR [--pdf required|optional]. With `required` (CTest
+passes it when the build has Poppler) a binary that cannot render the PDF fails the test; with
+`optional` (a build without Poppler) the PDF is left out.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def texts(out: Path):
 
 def main() -> int:
     locr, model, images = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    pdf_required = "--pdf" in sys.argv and sys.argv[sys.argv.index("--pdf") + 1] == "required"
     work = Path(tempfile.mkdtemp(prefix="locr-ocr-test-"))
     try:
         inputs = work / "in"
@@ -54,6 +57,9 @@ def main() -> int:
                                 "--max-tokens", "1", "--dpi", "36", "--threads", "1"], capture_output=True, text=True,
                                timeout=300)
         have_pdf = "Poppler" not in probe.stderr
+        if pdf_required and (not have_pdf or probe.returncode != 0):
+            print(f"FAIL this build should render PDFs (Poppler) but `locr ocr doc.pdf` says: {probe.stderr[-400:]}")
+            return 1
         if not have_pdf:
             print("note: built without Poppler; the PDF is left out")
             (inputs / "doc.pdf").unlink()

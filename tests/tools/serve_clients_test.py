@@ -2,7 +2,8 @@
 """`locr chat --mode api` and `locr bench` against a real `locr serve` on a fixture model.
 
 Usage: serve_clients_test.py LOCR_BIN MODEL_DIR IMAGE. The server binary is $LOCR_SERVE_BIN if set,
-else LOCR_BIN. Exits 77 (CTest: skipped) when that binary has no `serve` command.
+else LOCR_BIN. A server that does not start (or a binary without `serve`) fails the test: it is
+never skipped.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def check(cond, what):
 def main() -> int:
     locr, model, image = sys.argv[1], sys.argv[2], sys.argv[3]
     serve_bin = os.environ.get("LOCR_SERVE_BIN", locr)
-    if subprocess.run([serve_bin, "serve", "--help"], capture_output=True).returncode != 0:
-        print(f"SKIP: {serve_bin} has no `serve` command")
-        return 77
+    h = subprocess.run([serve_bin, "serve", "--help"], capture_output=True, text=True)
+    if h.returncode != 0:
+        print(f"FAIL `{serve_bin} serve --help` exits {h.returncode}: {h.stderr[-300:]}")
+        return 1
     try:
         srv, base = start_locr_serve(serve_bin, ["--model", model], wait_s=30)
     except RuntimeError as e:
