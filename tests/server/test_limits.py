@@ -176,7 +176,7 @@ def test_ocr_pdf_memory_is_bounded(srv):
         r = ocr(srv, make_pdf(40, 595, 842))
     assert r.status_code == 200, r.text
     assert len(r.json()["pages"]) == 40
-    assert p.growth < 200 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+    assert p.growth < 300 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
 
 
 def test_ocr_memory_budget():
