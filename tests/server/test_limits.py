@@ -104,6 +104,22 @@ def test_tokenize_counts_image_tokens_from_the_headers(srv, huge_png):
     assert p.growth < 64 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
 
 
+def test_concurrent_decodes_wait_for_the_server_budget(wide_png):
+    # Each 12 MP image is accounted ~53 MB: with a 64 MiB budget the six requests decode one at a
+    # time; all of them succeed (they wait, they do not fail) and the peak stays near one decode.
+    from concurrent.futures import ThreadPoolExecutor
+    s = Server("--served-model-name", NAME, "--max-decode-bytes", "64MiB")
+    try:
+        with Peak(s) as p:
+            with ThreadPoolExecutor(6) as ex:
+                rs = list(ex.map(lambda _: s.post("/v1/chat/completions", chat_images([png_url(wide_png)]),
+                                                  timeout=300), range(6)))
+        assert [r.status_code for r in rs] == [200] * 6, [r.text for r in rs if r.status_code != 200]
+        assert p.growth < 150 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+    finally:
+        s.stop()
+
+
 def test_request_pixel_budget(huge_png):
     s = Server("--served-model-name", NAME, "--max-request-image-pixels", "30000000")
     try:
