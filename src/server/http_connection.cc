@@ -15,7 +15,6 @@ namespace locr::server {
 
 namespace {
 
-thread_local ConnectionStream* t_stream = nullptr;
 thread_local bool t_close_after = false;
 thread_local int t_status_override = 0;
 
@@ -45,13 +44,7 @@ bool wait_for(int sock, short events, time_t timeout_s) {
 }  // namespace
 
 ConnectionStream::ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits)
-    : sock_(sock), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s), limits_(limits) {
-  t_stream = this;
-}
-
-ConnectionStream::~ConnectionStream() {
-  if (t_stream == this) t_stream = nullptr;
-}
+    : sock_(sock), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s), limits_(limits) {}
 
 bool ConnectionStream::peer_closed() const {
   pollfd p{sock_, POLLIN, 0};
@@ -168,8 +161,6 @@ bool take_close_after_response() {
   t_close_after = false;
   return v;
 }
-
-bool client_disconnected() { return t_stream && t_stream->peer_closed(); }
 
 int& status_override() { return t_status_override; }
 

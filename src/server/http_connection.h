@@ -3,7 +3,7 @@
 // have: the request line and headers together are capped in bytes and in fields, and past either
 // cap the client gets 431 at once and the connection is closed. Also the flag a handler sets when
 // the connection must close after its response (a refused body that was never read, a body sent
-// without length to an HTTP/1.0 client), and the disconnect check for long work on the HTTP thread.
+// without length to an HTTP/1.0 client).
 #pragma once
 
 #include <sys/types.h>
@@ -23,7 +23,6 @@ struct HeaderLimits {
 class ConnectionStream : public httplib::Stream {
  public:
   ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits);
-  ~ConnectionStream() override;
   ConnectionStream(const ConnectionStream&) = delete;
   ConnectionStream& operator=(const ConnectionStream&) = delete;
   // The peer closed or reset the connection (checked without blocking or consuming data).
@@ -76,9 +75,6 @@ bool ConnectionStream::wait_for_request(time_t timeout_s, KeepGoing keep_going) 
 void close_connection_after_response();
 // Read (and reset) by the connection loop after each request.
 bool take_close_after_response();
-// For handlers doing long work on the HTTP thread: true when the client has gone (its socket
-// is closed or reset). False when not inside a connection.
-bool client_disconnected();
 // The status the access log and metrics should show instead of httplib's (431), or 0.
 int& status_override();
 
