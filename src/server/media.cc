@@ -151,19 +151,27 @@ std::vector<ImageSource> fetch_images(const std::vector<std::string>& urls, cons
   std::vector<ImageSource> sources;
   io::DecodeOptions dopts;
   dopts.max_pixels = opts.max_image_pixels;
-  int64_t total = 0;
+  int64_t total = 0, total_bytes = 0;
   for (size_t i = 0; i < urls.size(); ++i) {
     try {
       ImageSource s;
       s.bytes = fetch_image_bytes(urls[i], opts);
       s.size = io::probe_image(s.bytes, dopts);
       total += static_cast<int64_t>(s.size.width) * s.size.height;
+      total_bytes += static_cast<int64_t>(s.bytes.size());
       sources.push_back(std::move(s));
     } catch (const ApiError& e) {
       throw ApiError(400, str("image ", i + 1, ": ", e.what()), "messages");
     } catch (const locr::Error& e) {
       throw ApiError(400, str("image ", i + 1, ": ", e.what()), "messages");
     }
+    // Fetched images wait here until they are decoded: all of them together are held to the size
+    // a request body may have (data: URLs are in the body anyway).
+    if (total_bytes > opts.max_body_bytes)
+      throw ApiError(400,
+                     str("the images of this request are more than ", opts.max_body_bytes,
+                         " bytes in all (--max-body-bytes) by image ", i + 1, "; send fewer per request"),
+                     "messages");
     if (total > opts.max_request_image_pixels)
       throw ApiError(400,
                      str("the images of this request decode to more than ", opts.max_request_image_pixels,

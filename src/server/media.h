@@ -31,7 +31,8 @@ struct ImageSource {
 
 // Fetches every URL and reads each image's size from its header (400 naming the image's
 // position on any failure, or when the images have more pixels in all than
-// --max-request-image-pixels). No pixels are decoded.
+// --max-request-image-pixels, or more encoded bytes in all than --max-body-bytes). No pixels are
+// decoded.
 std::vector<ImageSource> fetch_images(const std::vector<std::string>& urls, const ServerOptions& opts);
 
 // Decodes the images one at a time, each under a lease of the server's decode budget, and keeps

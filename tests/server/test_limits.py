@@ -143,6 +143,31 @@ def test_request_pixel_budget(huge_png):
         s.stop()
 
 
+def test_fetched_images_are_held_to_the_body_limit(tmp_path):
+    # Remote images wait, encoded, until they are decoded: together they may not exceed what a
+    # request body could carry (--max-body-bytes).
+    import functools
+    import http.server
+    import threading
+    from conftest import IMAGES
+    photo = (IMAGES / "photo.jpg").read_bytes()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(IMAGES))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    s = Server("--served-model-name", NAME, "--allowed-media-domains", "127.0.0.1",
+               "--max-body-bytes", str(len(photo) * 2 + len(photo) // 2))
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/photo.jpg"
+        r = s.post("/v1/chat/completions", chat_images([url] * 2))
+        assert r.status_code == 200, r.text
+        r = s.post("/v1/chat/completions", chat_images([url] * 3))
+        assert r.status_code == 400, r.text
+        assert "--max-body-bytes" in r.json()["error"]["message"] and "image 3" in r.json()["error"]["message"]
+    finally:
+        s.stop()
+        httpd.shutdown()
+
+
 # --- /v1/completions ----------------------------------------------------------------------------
 
 
