@@ -279,6 +279,7 @@ def test_header_bytes_and_count_are_capped(srv):
     out, secs = raw(srv, big)
     assert out.startswith(b"HTTP/1.1 431 "), out[:200]
     assert b"16384 bytes" in out and secs < 5
+    assert json.loads(out.partition(b"\r\n\r\n")[2])["error"]["type"] == "RequestHeaderFieldsTooLargeError"
     many = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(60)) + b"\r\n"
     out, _ = raw(srv, many)
     assert out.startswith(b"HTTP/1.1 431 ") and b"50 header fields" in out, out[:200]
