@@ -40,7 +40,8 @@ int cmd_dump(int argc, char** argv) {
   out.push_back({"input_ids", ids_tensor(prompt.ids)});
   if (!prompt.images.empty()) {
     const auto& img = prompt.images[0];
-    out.push_back({"pixel_values", copy_f32(img.pixels.data(), {3, img.height, img.width})});
+    const std::vector<float> pixels = model::normalized_pixels(img);
+    out.push_back({"pixel_values", copy_f32(pixels.data(), {3, img.height, img.width})});
   }
   runtime::GenerateOptions go;
   go.max_tokens = a.get_int("max-tokens", 32);

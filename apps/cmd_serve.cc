@@ -147,6 +147,15 @@ void declare(Args& a) {
   a.option("max-document-pages", "most pages one /v1/ocr request may select (default 200)", "N");
   a.option("max-body-bytes", "largest request body (default 64MiB)", "BYTES");
   a.option("max-image-pixels", "largest decoded image in pixels (default 178956970, as Pillow)", "N");
+  a.option("max-request-image-pixels",
+           "most decoded pixels of all images of one request, and of one /v1/ocr page (default 50000000)", "N");
+  a.option("max-decode-bytes",
+           "server-wide memory for image decoding at once; requests wait their turn (default 512MiB)", "BYTES");
+  a.option("max-choices-per-request", "most prompts x n in one request (default 1024)", "N");
+  a.option("ocr-pages-in-flight", "pages of one /v1/ocr request rendered and in the engine at once (default 8)", "N");
+  a.option("max-ocr-request-bytes", "estimated memory one /v1/ocr request may hold (default 256MiB)", "BYTES");
+  a.option("max-header-bytes", "largest request line + headers; 431 past it (default 64KiB)", "BYTES");
+  a.option("max-headers", "most header fields in a request; 431 past it (default 100)", "N");
   a.option("read-timeout", "seconds to wait for a client's request bytes (default 60)", "S");
   a.option("write-timeout", "seconds a response write may block on a slow client (default 60)", "S");
   a.option("keep-alive-timeout", "seconds an idle keep-alive connection stays open (default 5)", "S");
@@ -285,6 +294,20 @@ int cmd_serve(int argc, char** argv) {
   so.http_threads = a.get_int("http-threads", so.http_threads);
   if (a.has("max-body-bytes")) so.max_body_bytes = server::parse_size(a.get("max-body-bytes"), "--max-body-bytes");
   if (a.has("max-image-pixels")) so.max_image_pixels = server::parse_size(a.get("max-image-pixels"), "--max-image-pixels");
+  if (a.has("max-request-image-pixels"))
+    so.max_request_image_pixels = server::parse_size(a.get("max-request-image-pixels"), "--max-request-image-pixels");
+  if (a.has("max-decode-bytes")) so.max_decode_bytes = server::parse_size(a.get("max-decode-bytes"), "--max-decode-bytes");
+  if (a.has("max-ocr-request-bytes"))
+    so.max_ocr_request_bytes = server::parse_size(a.get("max-ocr-request-bytes"), "--max-ocr-request-bytes");
+  if (a.has("max-header-bytes")) so.max_header_bytes = server::parse_size(a.get("max-header-bytes"), "--max-header-bytes");
+  so.max_choices = a.get_int("max-choices-per-request", so.max_choices);
+  so.ocr_pages_in_flight = a.get_int("ocr-pages-in-flight", so.ocr_pages_in_flight);
+  so.max_headers = a.get_int("max-headers", so.max_headers);
+  if (so.max_request_image_pixels < 1 || so.max_decode_bytes < 1 || so.max_ocr_request_bytes < 1 || so.max_choices < 1 ||
+      so.ocr_pages_in_flight < 1 || so.max_header_bytes < 1024 || so.max_headers < 8)
+    fail(ErrorKind::kInvalidArgument, "--max-request-image-pixels, --max-decode-bytes, --max-ocr-request-bytes, "
+         "--max-choices-per-request and --ocr-pages-in-flight must be >= 1, --max-header-bytes >= 1024 and "
+         "--max-headers >= 8");
   so.max_document_pages = a.get_int("max-document-pages", so.max_document_pages);
   if (so.max_document_pages < 1) fail(ErrorKind::kInvalidArgument, "--max-document-pages must be >= 1");
   so.read_timeout_s = a.get_int("read-timeout", so.read_timeout_s);

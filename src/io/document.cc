@@ -3,6 +3,7 @@
 // images to decode_image. No pixel work happens here.
 #include "io/document.h"
 
+#include <cmath>
 #include <optional>
 
 #include "core/error.h"
@@ -40,6 +41,32 @@ Image Document::render_page(int index) const {
     case DocumentKind::kPdf: return impl_->pdf->render_page(index);
     case DocumentKind::kTiff: return decode_tiff_page(impl_->bytes, index, impl_->opts.decode);
     case DocumentKind::kImage: return decode_image(impl_->bytes, impl_->opts.decode);
+  }
+  fail(ErrorKind::kInternal, "unknown document kind");
+}
+
+ImageSize Document::page_size(int index) const {
+  if (index < 0 || index >= impl_->pages)
+    fail(ErrorKind::kInvalidArgument, "page ", static_cast<int64_t>(index) + 1, " is out of range: the document has ",
+         impl_->pages, impl_->pages == 1 ? " page" : " pages");
+  switch (impl_->kind) {
+    case DocumentKind::kPdf: {
+      const PdfPageSize pt = impl_->pdf->page_size(index);
+      if (!(pt.width_pt > 0) || !(pt.height_pt > 0) || !std::isfinite(pt.width_pt) || !std::isfinite(pt.height_pt))
+        fail(ErrorKind::kInvalidArgument, "page ", index + 1, " of the PDF has an empty or invalid page box (",
+             pt.width_pt, " x ", pt.height_pt, " pt); the file is damaged");
+      int w = 0, h = 0;
+      pdf_render_size(pt, impl_->opts.pdf, &w, &h);
+      try {
+        detail::check_dimensions("PDF page", w, h, impl_->opts.decode);
+      } catch (const Error& e) {
+        fail(e.kind(), "page ", index + 1, ": ", e.what(), " (page is ", pt.width_pt, " x ", pt.height_pt,
+             " pt; lower the dpi)");
+      }
+      return {w, h};
+    }
+    case DocumentKind::kTiff: return probe_tiff_page(impl_->bytes, index, impl_->opts.decode);
+    case DocumentKind::kImage: return probe_image(impl_->bytes, impl_->opts.decode);
   }
   fail(ErrorKind::kInternal, "unknown document kind");
 }

@@ -42,6 +42,10 @@ class Document {
   // `index` is 0-based. Throws kInvalidArgument for an index out of range (message names the
   // 1-based page and the page count), plus whatever decoding / rendering throws for that page.
   Image render_page(int index) const;
+  // The pixel size render_page(index) gives, without rendering or decoding: a PDF page's size
+  // from its page box and the options (kLimit when it is over the pixel limit), a TIFF page's or
+  // an image's from its header (before orientation, which can only swap the sides).
+  ImageSize page_size(int index) const;
 
  private:
   friend Document open_document(std::string bytes, const DocumentOptions& opts);

@@ -97,6 +97,19 @@ Image load_image(const std::string& path, const DecodeOptions& opts) {
   }
 }
 
+ImageSize probe_image(std::string_view bytes, const DecodeOptions& opts) {
+  DecodeOptions o = opts;
+  o.header_only = true;
+  o.apply_exif_orientation = false;
+  try {
+    decode_image(bytes, o);
+  } catch (const detail::HeaderOnly& h) {
+    return h.size;
+  }
+  fail(ErrorKind::kInternal, "probe_image: the ", image_format_name(detect_image_format(bytes)),
+       " decoder did not check the image size");
+}
+
 void flatten_alpha_on_white(Image& image) {
   if (image.alpha.empty()) return;
   // Pillow AlphaComposite.c with dst = opaque white: outa = 255 * 255, coef1 = a * 128,
@@ -121,7 +134,7 @@ void flatten_alpha_on_white(Image& image) {
 
 namespace detail {
 
-void check_dimensions(const char* format, int64_t width, int64_t height, const DecodeOptions& opts) {
+void check_dimensions(const char* format, int64_t width, int64_t height, const DecodeOptions& opts, bool final) {
   if (width <= 0 || height <= 0)
     fail(ErrorKind::kInvalidArgument, "the ", format, " header gives an empty or negative size (", width, "x",
          height, "); the file is corrupt, re-export it");
@@ -130,6 +143,7 @@ void check_dimensions(const char* format, int64_t width, int64_t height, const D
     fail(ErrorKind::kLimit, "the ", format, " image is ", width, "x", height, " pixels",
          (width > kMaxSide || height > kMaxSide) ? "" : str(" = ", width * height, " pixels"),
          ", over the limit of ", opts.max_pixels, " pixels; downscale it before sending");
+  if (final && opts.header_only) throw HeaderOnly{{static_cast<int>(width), static_cast<int>(height)}};
 }
 
 // Pillow's ImageOps.exif_transpose for Orientation 2..8.

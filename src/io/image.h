@@ -35,6 +35,16 @@ struct DecodeOptions {
   // when given a URL/path) do apply it. TIFF orientation is always applied: Pillow's TIFF loader
   // does that itself.
   bool apply_exif_orientation = false;
+  // Stop at the size check: the decoder parses the header as usual and check_dimensions() (with
+  // `final` set) throws detail::HeaderOnly carrying the size instead of going on. probe_image()
+  // sets this; callers do not.
+  bool header_only = false;
+};
+
+// The size an image will decode to, from its header (no pixel buffer is allocated).
+struct ImageSize {
+  int width = 0;
+  int height = 0;
 };
 
 enum class ImageFormat { kUnknown, kPng, kJpeg, kWebp, kGif, kBmp, kTiff };
@@ -49,6 +59,11 @@ const char* image_format_name(ImageFormat format);  // "PNG", "JPEG", ...; "unkn
 // This file otherwise does not apply EXIF orientation (see DecodeOptions::apply_exif_orientation).
 Image decode_image(std::string_view bytes, const DecodeOptions& opts = {});
 Image load_image(const std::string& path, const DecodeOptions& opts = {});
+// The decoded size of an image (before EXIF orientation, which only swaps the sides) from the
+// format's own header parser, stopped at the point where decode_image() checks the pixel limit:
+// cheap (no pixels are decoded) and the same limit errors as decode_image(). Data damaged past
+// what the header parser reads still probes (a PNG needs only its IHDR); decode_image() reports it.
+ImageSize probe_image(std::string_view bytes, const DecodeOptions& opts = {});
 
 // Multi-page TIFF: each directory (IFD) of the main chain is a page, as Pillow's
 // ImageSequence.Iterator / n_frames see them (SubIFDs such as thumbnails are not pages).
@@ -57,6 +72,8 @@ Image load_image(const std::string& path, const DecodeOptions& opts = {});
 // decode_tiff_page() for an index past the last page.
 int tiff_page_count(std::string_view bytes);
 Image decode_tiff_page(std::string_view bytes, int index, const DecodeOptions& opts = {});
+// probe_image() for one TIFF page.
+ImageSize probe_tiff_page(std::string_view bytes, int index, const DecodeOptions& opts = {});
 
 // What transformers' convert_to_rgb does to a PIL image with transparency: convert("RGBA"), then
 // Image.alpha_composite over opaque white, then RGB (Pillow's integer formula, exact). A no-op
@@ -66,8 +83,14 @@ void flatten_alpha_on_white(Image& image);
 namespace detail {
 
 // Throws kLimit if width * height exceeds opts.max_pixels, kInvalidArgument if a side is <= 0.
-// Called by every decoder with the header's size before the pixel buffer is allocated.
-void check_dimensions(const char* format, int64_t width, int64_t height, const DecodeOptions& opts);
+// Called by every decoder with the header's size before the pixel buffer is allocated; `final`
+// is false for an early check whose size may still grow (a GIF's screen before its first
+// frame). With opts.header_only a final check throws HeaderOnly.
+void check_dimensions(const char* format, int64_t width, int64_t height, const DecodeOptions& opts,
+                      bool final = true);
+struct HeaderOnly {
+  ImageSize size;
+};
 
 // Per-format decoders; `bytes` is known to start with the format's magic number.
 Image decode_png(std::string_view bytes, const DecodeOptions& opts);

@@ -66,7 +66,7 @@ Image decode_gif(std::string_view bytes, const DecodeOptions& opts) {
   h.gif = DGifOpen(&src, gif_read_mem, &err);
   if (!h.gif) fail_gif(src, err);
   GifFileType* gif = h.gif;
-  check_dimensions("GIF", gif->SWidth, gif->SHeight, opts);
+  check_dimensions("GIF", gif->SWidth, gif->SHeight, opts, /*final=*/false);
 
   int transparent = -1;
   bool have_image = false;

@@ -193,7 +193,7 @@ Image decode_png(std::string_view bytes, const DecodeOptions& opts) {
           read_be32(reinterpret_cast<const uint8_t*>(bytes.data()) + 29)) {
     const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + 16;
     const int64_t w = read_be32(p), h = read_be32(p + 4);
-    if (w > 0 && h > 0) check_dimensions("PNG", w, h, opts);
+    if (w > 0 && h > 0) check_dimensions("PNG", w, h, opts);  // the size libpng will read too
   }
 
   PngSource src;

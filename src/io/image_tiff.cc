@@ -428,3 +428,18 @@ Image decode_tiff_page(std::string_view bytes, int index, const DecodeOptions& o
 }
 
 }  // namespace locr::io
+
+namespace locr::io {
+
+ImageSize probe_tiff_page(std::string_view bytes, int index, const DecodeOptions& opts) {
+  DecodeOptions o = opts;
+  o.header_only = true;
+  try {
+    decode_tiff_page(bytes, index, o);
+  } catch (const detail::HeaderOnly& h) {
+    return h.size;
+  }
+  fail(ErrorKind::kInternal, "probe_tiff_page: the TIFF decoder did not check the image size");
+}
+
+}  // namespace locr::io

@@ -144,21 +144,34 @@ json LightOnOcr::make_messages(const std::string* system, const std::string* pro
   return messages;
 }
 
-Prompt LightOnOcr::build_prompt(const json& messages, const std::vector<io::Image>& images) const {
-  Prompt p;
+RenderedChat LightOnOcr::render_chat(const json& messages) const {
+  RenderedChat r;
   json ctx = template_vars_;
   ctx["messages"] = messages;
   ctx["add_generation_prompt"] = true;
-  p.text = template_->render(ctx);
-  const std::vector<int32_t> ids = tokenizer_->encode(p.text);
+  r.text = template_->render(ctx);
+  r.ids = tokenizer_->encode(r.text);
+  for (int32_t id : r.ids) r.n_images += id == config_.image_token_id;
+  return r;
+}
+
+int LightOnOcr::image_tokens(int height, int width) const {
+  return image_token_count(height, width, proc_config_, config_.spatial_merge_size);
+}
+
+Prompt LightOnOcr::build_prompt(const json& messages, const std::vector<io::Image>& images) const {
+  return build_prompt(render_chat(messages), images);
+}
+
+Prompt LightOnOcr::build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const {
+  Prompt p;
+  p.text = std::move(chat.text);
   const int32_t image_id = config_.image_token_id;
-  size_t n_pads = 0;
-  for (int32_t id : ids) n_pads += id == image_id;
-  if (n_pads != images.size())
-    fail(ErrorKind::kInvalidArgument, "the prompt has ", n_pads, " image placeholder(s) but ", images.size(),
+  if (chat.n_images != images.size())
+    fail(ErrorKind::kInvalidArgument, "the prompt has ", chat.n_images, " image placeholder(s) but ", images.size(),
          " image(s) were given");
   size_t next = 0;
-  for (int32_t id : ids) {
+  for (int32_t id : chat.ids) {
     if (id != image_id) {
       p.ids.push_back(id);
       continue;

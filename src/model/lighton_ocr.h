@@ -39,6 +39,13 @@ struct Prompt {
   std::string text;  // the rendered template (before image-token expansion)
 };
 
+// A chat rendered by the template and tokenised, before the image placeholders are expanded.
+struct RenderedChat {
+  std::string text;
+  std::vector<int32_t> ids;  // one image_token_id per image
+  size_t n_images = 0;       // placeholders in `ids`
+};
+
 struct ImageEncoding {
   Tensor vision_hidden;  // [sum n_patches, vision hidden]
   Tensor embeds;         // [n image tokens, text hidden]
@@ -67,6 +74,12 @@ class LightOnOcr {
   // Messages in OpenAI/transformers form ({role, content: string | [{type: text|image|image_url}]});
   // `images` are the decoded images referenced by the image parts, in order.
   Prompt build_prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const;
+  // The two halves of build_prompt(), for callers that check the prompt length from image sizes
+  // (image_tokens) before decoding any pixels.
+  RenderedChat render_chat(const nlohmann::json& messages) const;
+  Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const;
+  // Prompt tokens one image of (height, width) pixels expands to.
+  int image_tokens(int height, int width) const;
   // Convenience for the CLI: optional system text, images first then the prompt text.
   static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);
 

@@ -86,6 +86,12 @@ AxisWeights axis_weights(int64_t in_size, int64_t out_size) {
   return aw;
 }
 
+// One normalised value, as transformers computes it: (x - mean) / std, two float32 roundings.
+inline float normalize(uint8_t x, float mean, float sd) {
+  const float centred = static_cast<float>(x) - mean;
+  return centred / sd;
+}
+
 inline uint8_t finish(int acc, int precision) {
   return static_cast<uint8_t>(std::clamp(acc >> precision, 0, 255));
 }
@@ -188,20 +194,45 @@ ProcessedImage preprocess(const io::Image& image, const ProcessorConfig& cfg) {
   out.grid_h = th / cfg.patch_size;
   out.grid_w = tw / cfg.patch_size;
   // transformers fuses rescale into normalize: mean and std become float32 tensors multiplied by
-  // 1 / rescale_factor (= 255), then (x - mean) / std with two float32 roundings.
+  // 1 / rescale_factor (= 255), then (x - mean) / std with two float32 roundings (normalize()).
   const float inv_rescale = static_cast<float>(1.0 / cfg.rescale_factor);
-  const size_t plane = static_cast<size_t>(th) * tw;
-  out.pixels.resize(plane * 3);
   for (int c = 0; c < 3; ++c) {
-    const float mean = cfg.image_mean[c] * inv_rescale;
-    const float std = cfg.image_std[c] * inv_rescale;
-    float* dst = &out.pixels[plane * c];
-    for (size_t i = 0; i < plane; ++i) {
-      const float centred = static_cast<float>(rgb[3 * i + c]) - mean;
-      dst[i] = centred / std;
-    }
+    out.norm_mean[c] = cfg.image_mean[c] * inv_rescale;
+    out.norm_std[c] = cfg.image_std[c] * inv_rescale;
+  }
+  if (!resized.empty()) out.rgb = std::move(resized);
+  else out.rgb.assign(rgb, rgb + static_cast<size_t>(th) * tw * 3);
+  return out;
+}
+
+std::vector<float> normalized_pixels(const ProcessedImage& img) {
+  if (!img.pixels.empty()) return img.pixels;
+  const size_t plane = static_cast<size_t>(img.height) * img.width;
+  LOCR_CHECK(img.rgb.size() == plane * 3);
+  std::vector<float> out(plane * 3);
+  for (int c = 0; c < 3; ++c) {
+    float* dst = &out[plane * c];
+    for (size_t i = 0; i < plane; ++i) dst[i] = normalize(img.rgb[3 * i + c], img.norm_mean[c], img.norm_std[c]);
   }
   return out;
+}
+
+io::Image shrink_for_model(io::Image image, const ProcessorConfig& cfg) {
+  if (image.width <= 0 || image.height <= 0) return image;
+  const auto [th, tw] = target_size(image.height, image.width, cfg);
+  if (target_size(th, tw, cfg) != std::array<int, 2>{th, tw}) return image;
+  if (cfg.flatten_alpha_on_white) io::flatten_alpha_on_white(image);
+  if (image.has_alpha() || (th == image.height && tw == image.width)) return image;
+  io::Image out;
+  out.height = th;
+  out.width = tw;
+  out.rgb = resize_bicubic_aa(image.rgb.data(), image.height, image.width, th, tw);
+  return out;
+}
+
+int image_token_count(int height, int width, const ProcessorConfig& cfg, int merge) {
+  const auto [th, tw] = target_size(height, width, cfg);
+  return (th / cfg.patch_size / merge) * (tw / cfg.patch_size / merge);
 }
 
 std::vector<float> extract_patches(const ProcessedImage& img, int patch_size) {
@@ -209,6 +240,8 @@ std::vector<float> extract_patches(const ProcessedImage& img, int patch_size) {
   LOCR_CHECK(p > 0 && img.height % p == 0 && img.width % p == 0);
   const int gh = img.height / p, gw = img.width / p;
   const size_t plane = static_cast<size_t>(img.height) * img.width;
+  const bool given = !img.pixels.empty();
+  LOCR_CHECK(given ? img.pixels.size() == plane * 3 : img.rgb.size() == plane * 3);
   const size_t patch_len = static_cast<size_t>(3) * p * p;
   std::vector<float> out(static_cast<size_t>(gh) * gw * patch_len);  // [gh * gw, 3 * p * p]
   for (int gy = 0; gy < gh; ++gy)
@@ -216,8 +249,14 @@ std::vector<float> extract_patches(const ProcessedImage& img, int patch_size) {
       float* dst = &out[(static_cast<size_t>(gy) * gw + gx) * patch_len];
       for (int c = 0; c < 3; ++c)
         for (int ky = 0; ky < p; ++ky) {
-          const float* src = &img.pixels[plane * c + static_cast<size_t>(gy * p + ky) * img.width + gx * p];
-          std::memcpy(dst + (static_cast<size_t>(c) * p + ky) * p, src, sizeof(float) * p);
+          const size_t row = static_cast<size_t>(gy * p + ky) * img.width + static_cast<size_t>(gx) * p;
+          float* d = dst + (static_cast<size_t>(c) * p + ky) * p;
+          if (given) {
+            std::memcpy(d, &img.pixels[plane * c + row], sizeof(float) * p);
+          } else {
+            const uint8_t* src = &img.rgb[row * 3 + c];
+            for (int kx = 0; kx < p; ++kx) d[kx] = normalize(src[3 * kx], img.norm_mean[c], img.norm_std[c]);
+          }
         }
     }
   return out;

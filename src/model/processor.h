@@ -36,10 +36,20 @@ struct ProcessorConfig {
 struct ProcessedImage {
   int height = 0, width = 0;       // after resize (H', W')
   int grid_h = 0, grid_w = 0;      // patch grid (H'/14, W'/14)
-  std::vector<float> pixels;       // [3, H', W'] normalised
+  // The resized image, 8-bit RGB [H', W', 3]: what a request holds until the encoder runs (a
+  // quarter of the normalised floats); extract_patches() normalises it patch by patch.
+  std::vector<uint8_t> rgb;
+  // Normalisation: (x - mean) / std per channel, mean and std already multiplied by 1/rescale.
+  std::array<float, 3> norm_mean = {0, 0, 0}, norm_std = {1, 1, 1};
+  // [3, H', W'] normalised pixels given directly instead of `rgb` (e.g. transformers'
+  // pixel_values in the golden tests); empty otherwise.
+  std::vector<float> pixels;
   // Number of image tokens this image takes in the prompt: (grid_h/2) * (grid_w/2).
   int n_image_tokens(int merge = 2) const { return (grid_h / merge) * (grid_w / merge); }
 };
+
+// The normalised [3, H', W'] pixels (`pixels` when given, else computed from `rgb`).
+std::vector<float> normalized_pixels(const ProcessedImage& img);
 
 // Target (H', W') for an input of (height, width): transformers' get_resize_output_image_size,
 // in the same double arithmetic: floor(w / (h / 1540)) is sometimes one below the exact quotient
@@ -49,6 +59,15 @@ std::array<int, 2> target_size(int height, int width, const ProcessorConfig& cfg
 // Resize (uint8 RGB HWC -> uint8 RGB HWC), antialiased bicubic as torchvision on uint8.
 std::vector<uint8_t> resize_bicubic_aa(const uint8_t* rgb, int height, int width, int out_h, int out_w);
 ProcessedImage preprocess(const io::Image& image, const ProcessorConfig& cfg);
+// The first steps of preprocess() done early, so that only the model-sized copy of an image is
+// kept: alpha composited onto white (when cfg says so), then the resize to target_size(). The
+// full-resolution buffers are freed before this returns. preprocess() of the result equals
+// preprocess() of the input bit for bit; when the target is not a fixed point of target_size()
+// (a longest_edge that is not a multiple of align), the image is returned as it was.
+io::Image shrink_for_model(io::Image image, const ProcessorConfig& cfg);
+// Image tokens an image of (height, width) takes in the prompt: (H'/28) * (W'/28) after
+// target_size(), computed from the size alone (e.g. from probe_image()).
+int image_token_count(int height, int width, const ProcessorConfig& cfg, int merge = 2);
 // Patches for the patch-conv-as-matmul: [grid_h*grid_w, 3*14*14], order (c, ky, kx), row-major grid.
 std::vector<float> extract_patches(const ProcessedImage& img, int patch_size = 14);
 

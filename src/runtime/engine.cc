@@ -68,6 +68,7 @@ uint64_t hash_images(const std::vector<model::ProcessedImage>& images) {
     h ^= static_cast<uint64_t>(im.height) * 1000003u + static_cast<uint64_t>(im.width);
     const auto* p = reinterpret_cast<const uint32_t*>(im.pixels.data());
     for (size_t i = 0; i < im.pixels.size(); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    for (uint8_t v : im.rgb) h = (h ^ v) * 0x100000001b3ull;
   }
   return h;
 }

@@ -20,15 +20,39 @@ void send_json(httplib::Response& res, const nlohmann::json& j, int status) {
   res.set_content(json_text(j), "application/json");
 }
 
-model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci) {
+model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci, int max_tokens, bool decode) {
   const int limit = ctx.opts().limit_images;
   if (static_cast<int>(ci.image_urls.size()) > limit)
     bad_request(str("At most ", limit, " image(s) may be provided in one prompt; this request has ",
                     ci.image_urls.size(), "."),
                 "messages");
-  const std::vector<io::Image> images = load_images(ci.image_urls, ctx.opts());
+  std::vector<ImageSource> sources = fetch_images(ci.image_urls, ctx.opts());
+  const model::LightOnOcr& m = ctx.model();
   try {
-    return ctx.model().build_prompt(ci.messages, images);
+    model::RenderedChat chat = m.render_chat(ci.messages);
+    if (chat.n_images != sources.size())
+      bad_request(str("cannot build the prompt: the prompt has ", chat.n_images, " image placeholder(s) but ",
+                      sources.size(), " image(s) were given"),
+                  "messages");
+    // The prompt length from the image sizes alone, checked before any pixel is decoded.
+    int64_t len = static_cast<int64_t>(chat.ids.size() - chat.n_images);
+    std::vector<int> image_tokens;
+    for (const ImageSource& s : sources) image_tokens.push_back(m.image_tokens(s.size.height, s.size.width));
+    for (int n : image_tokens) len += n;
+    if (!decode) {
+      model::Prompt p;
+      size_t next = 0;
+      for (int32_t id : chat.ids) {
+        if (id == m.config().image_token_id) p.ids.insert(p.ids.end(), image_tokens[next++], id);
+        else p.ids.push_back(id);
+      }
+      p.text = std::move(chat.text);
+      return p;
+    }
+    check_prompt_length(ctx.engine().options().max_model_len, len, max_tokens);
+    return m.build_prompt(std::move(chat), decode_images(std::move(sources), ctx));
+  } catch (const ApiError&) {
+    throw;
   } catch (const locr::Error& e) {
     throw ApiError(400, str("cannot build the prompt: ", e.what()), "messages");
   }
@@ -39,7 +63,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   const std::string model_name = check_model(body, ctx);
   const GenParams p = parse_gen_params(body, Api::kChat, ctx);
   const ChatInput ci = parse_chat_messages(body);
-  model::Prompt prompt = build_chat_prompt(ctx, ci);
+  model::Prompt prompt = build_chat_prompt(ctx, ci, p.max_tokens, /*decode=*/true);
 
   std::vector<PreparedPrompt> prompts(1);
   prompts[0].ids = std::move(prompt.ids);

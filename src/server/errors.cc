@@ -13,6 +13,7 @@ std::string error_type_for_status(int status) {
     case 413: return "RequestEntityTooLargeError";
     case 422: return "UnprocessableEntityError";
     case 429: return "RateLimitError";
+    case 431: return "RequestHeaderFieldsTooLargeError";
     case 503: return "ServiceUnavailableError";
     default: return status >= 500 ? "InternalServerError" : "BadRequestError";
   }

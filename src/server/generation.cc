@@ -8,6 +8,7 @@ namespace locr::server {
 
 struct Generation::Choice {
   int index = 0;
+  size_t prompt = 0;
   std::shared_ptr<runtime::RequestStream> stream;
   runtime::Detokenizer detok;
   StopMatcher stop;
@@ -36,20 +37,34 @@ nlohmann::json stop_reason_json(const std::string& s) {
 
 }  // namespace
 
+void check_prompt_length(int64_t max_len, int64_t len, int max_tokens) {
+  if (len >= max_len) too_long(max_len, len, max_tokens);
+  if (max_tokens > 0 && len + max_tokens > max_len) too_long(max_len, len, max_tokens);
+}
+
+void check_choice_count(int max_choices, size_t n_prompts, int n) {
+  const int64_t n_choices = static_cast<int64_t>(n_prompts) * n;
+  if (n_choices > max_choices)
+    bad_request(str("this request asks for ", n_choices, " choices (", n_prompts, " prompt(s) x n = ", n,
+                    "), more than this server takes in one request (--max-choices-per-request ", max_choices,
+                    "); split the prompts over several requests"),
+                n_prompts > 1 ? "prompt" : "n");
+}
+
 Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<PreparedPrompt> prompts,
-                       const std::string& request_id)
+                       const std::string& request_id, int max_prompts_in_flight)
     : ctx_(ctx), params_(params), prompts_(std::move(prompts)), n_(params.n) {
   const int64_t max_len = ctx.engine().options().max_model_len;
   const auto& gc = ctx.model().generation_config();
   for (int id : gc.eos_token_ids) eos_ids_.push_back(id);
   vocab_ = ctx.model().tokenizer().vocab_size();
+  check_choice_count(ctx.opts().max_choices, prompts_.size(), n_);
   std::vector<int> max_tokens(prompts_.size());
   for (size_t i = 0; i < prompts_.size(); ++i) {
     const int64_t len = static_cast<int64_t>(prompts_[i].ids.size());
     if (len == 0) bad_request("the prompt is empty", "prompt");
-    if (len >= max_len) too_long(max_len, len, params.max_tokens);
+    check_prompt_length(max_len, len, params.max_tokens);
     if (params.max_tokens > 0) {
-      if (len + params.max_tokens > max_len) too_long(max_len, len, params.max_tokens);
       max_tokens[i] = params.max_tokens;
     } else {
       int64_t m = max_len - len;
@@ -62,35 +77,74 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
     prompt_tokens_ += len;
   }
 
+  max_tokens_ = std::move(max_tokens);
+  request_id_ = request_id;
+  max_in_flight_ = std::max(0, max_prompts_in_flight);
+  unfinished_.assign(prompts_.size(), n_);
   for (size_t i = 0; i < prompts_.size(); ++i)
     for (int j = 0; j < n_; ++j) {
       auto c = std::make_unique<Choice>(ctx.model().tokenizer(), params_);
       c->index = static_cast<int>(choices_.size());
-      runtime::RequestInput in;
-      in.request_id = request_id + "-" + std::to_string(c->index);
-      in.prompt_ids = prompts_[i].ids;
-      in.images = j + 1 == n_ ? std::move(prompts_[i].images) : prompts_[i].images;
-      in.sampling = params_.sampling;
-      in.sampling.seed = params_.sampling.has_seed ? params_.sampling.seed + static_cast<uint64_t>(j) : ctx.next_seed();
-      in.sampling.has_seed = true;
-      in.max_tokens = max_tokens[i];
-      in.eos_ids = eos_ids_;
-      in.stop_token_ids = params_.stop_token_ids;
-      in.ignore_eos = params_.ignore_eos;
-      // The loop guard follows the server's setting; a request asking for a fixed length
-      // (ignore_eos, as benchmarks do) turns it off unless it sets "loop_guard" itself.
-      in.loop_guard = ctx.opts().loop_guard;
-      in.loop_guard.enabled = params_.loop_guard.value_or(ctx.opts().loop_guard.enabled && !params_.ignore_eos);
-      in.min_tokens = params_.min_tokens;
-      in.repetition_penalty = params_.repetition_penalty;
-      in.presence_penalty = params_.presence_penalty;
-      in.frequency_penalty = params_.frequency_penalty;
-      in.logprobs = params_.logprobs;
-      c->stream = ctx.engine().submit(std::move(in));
+      c->prompt = i;
       choices_.push_back(std::move(c));
     }
   results_.resize(choices_.size());
+  while (next_prompt_ < prompts_.size() && (max_in_flight_ == 0 || in_flight_ < max_in_flight_)) submit(next_prompt_++);
   ctx_.add_active(this);
+}
+
+void Generation::submit(size_t i) {
+  ++in_flight_;
+  PreparedPrompt& pp = prompts_[i];
+  if (pp.load_images) {
+    try {
+      pp.images = pp.load_images();
+    } catch (const std::exception& e) {
+      for (int j = 0; j < n_; ++j) results_[i * n_ + j].error = e.what();
+      return;  // no streams: top_up() finishes these choices with "error"
+    }
+    pp.load_images = nullptr;
+  }
+  for (int j = 0; j < n_; ++j) {
+    Choice& c = *choices_[i * n_ + j];
+    runtime::RequestInput in;
+    in.request_id = request_id_ + "-" + std::to_string(c.index);
+    in.prompt_ids = pp.ids;
+    in.images = j + 1 == n_ ? std::move(pp.images) : pp.images;
+    in.sampling = params_.sampling;
+    in.sampling.seed = params_.sampling.has_seed ? params_.sampling.seed + static_cast<uint64_t>(j) : ctx_.next_seed();
+    in.sampling.has_seed = true;
+    in.max_tokens = max_tokens_[i];
+    in.eos_ids = eos_ids_;
+    in.stop_token_ids = params_.stop_token_ids;
+    in.ignore_eos = params_.ignore_eos;
+    // The loop guard follows the server's setting; a request asking for a fixed length
+    // (ignore_eos, as benchmarks do) turns it off unless it sets "loop_guard" itself.
+    in.loop_guard = ctx_.opts().loop_guard;
+    in.loop_guard.enabled = params_.loop_guard.value_or(ctx_.opts().loop_guard.enabled && !params_.ignore_eos);
+    in.min_tokens = params_.min_tokens;
+    in.repetition_penalty = params_.repetition_penalty;
+    in.presence_penalty = params_.presence_penalty;
+    in.frequency_penalty = params_.frequency_penalty;
+    in.logprobs = params_.logprobs;
+    std::atomic_store(&c.stream, ctx_.engine().submit(std::move(in)));
+  }
+}
+
+// On the polling thread: choices that can never run (their images failed, or the generation
+// was cancelled before they were submitted) are finished here, and more prompts are submitted
+// while there is room.
+void Generation::top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& touched) {
+  for (;;) {
+    for (auto& c : choices_)
+      if (!c->finished && !c->stream && (c->prompt < next_prompt_ || cancelled_)) {
+        const bool failed = !results_[c->index].error.empty();
+        finish(*c, deltas[c->index], failed ? "error" : "abort", nullptr);
+        touched[c->index] = 1;
+      }
+    if (cancelled_ || next_prompt_ >= prompts_.size() || (max_in_flight_ > 0 && in_flight_ >= max_in_flight_)) return;
+    submit(next_prompt_++);
+  }
 }
 
 Generation::~Generation() {
@@ -99,12 +153,15 @@ Generation::~Generation() {
 }
 
 void Generation::cancel() {
-  for (auto& c : choices_) c->stream->cancel();
+  cancelled_ = true;
+  for (auto& c : choices_)
+    if (auto s = std::atomic_load(&c->stream)) s->cancel();
 }
 
 int64_t Generation::cached_tokens() const {
   int64_t n = 0;
-  for (const auto& c : choices_) n += c->stream->times().cached_tokens;
+  for (const auto& c : choices_)
+    if (c->stream) n += c->stream->times().cached_tokens;
   return n;
 }
 
@@ -116,6 +173,7 @@ void Generation::finish(Choice& c, ChoiceDelta& d, const std::string& reason, nl
   d.stop_reason = stop_reason;
   results_[c.index].finish_reason = reason;
   results_[c.index].stop_reason = std::move(stop_reason);
+  if (--unfinished_[c.prompt] == 0) --in_flight_;
 }
 
 void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
@@ -169,23 +227,25 @@ bool Generation::drain(Choice& c, ChoiceDelta& d, std::chrono::milliseconds time
 void Generation::poll(std::vector<ChoiceDelta>& out, std::chrono::milliseconds timeout) {
   std::vector<ChoiceDelta> deltas(choices_.size());
   std::vector<char> touched(choices_.size(), 0);
+  top_up(deltas, touched);
   bool any = false;
   for (auto& c : choices_)
-    if (!c->finished && drain(*c, deltas[c->index], std::chrono::milliseconds(0))) {
+    if (!c->finished && c->stream && drain(*c, deltas[c->index], std::chrono::milliseconds(0))) {
       touched[c->index] = 1;
       any = true;
     }
   if (!any && !done()) {
     // Block on one unfinished choice; with several, wake often enough to serve the others.
     for (auto& c : choices_)
-      if (!c->finished) {
+      if (!c->finished && c->stream) {
         const auto t = choices_.size() == 1 ? timeout : std::min(timeout, std::chrono::milliseconds(5));
         if (drain(*c, deltas[c->index], t)) touched[c->index] = 1;
         break;
       }
     for (auto& c : choices_)
-      if (!c->finished && drain(*c, deltas[c->index], std::chrono::milliseconds(0))) touched[c->index] = 1;
+      if (!c->finished && c->stream && drain(*c, deltas[c->index], std::chrono::milliseconds(0))) touched[c->index] = 1;
   }
+  top_up(deltas, touched);
   for (size_t i = 0; i < choices_.size(); ++i)
     if (touched[i]) {
       deltas[i].index = static_cast<int>(i);

@@ -6,7 +6,9 @@
 // nothing of HTTP or JSON shapes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +28,10 @@ struct PreparedPrompt {
   std::vector<int32_t> ids;                    // image tokens expanded
   std::vector<model::ProcessedImage> images;
   std::string echo_text;                       // completions with echo: the prompt text
+  // When set, called (on the polling thread) just before the prompt goes to the engine to fill
+  // `images`: /v1/ocr renders a page only when the engine is about to take it. `ids` must
+  // already be final. A throw fails only this prompt's choices (finish_reason "error").
+  std::function<std::vector<model::ProcessedImage>()> load_images;
 };
 
 struct TokenLogprob {
@@ -51,13 +57,25 @@ struct ChoiceResult {
   std::string finish_reason;
   nlohmann::json stop_reason;
   int64_t n_tokens = 0;
+  std::string error;                           // finish_reason "error": why (load_images threw)
 };
+
+// ApiError 400 (vLLM's wording) unless a prompt of `prompt_len` tokens, plus `max_tokens` when it
+// is > 0, fits in max_model_len. Generation checks every prompt with it; chat requests call it
+// first from the image sizes, before any image is decoded.
+void check_prompt_length(int64_t max_model_len, int64_t prompt_len, int max_tokens);
+
+// ApiError 400 naming --max-choices-per-request when prompts x n is over it.
+void check_choice_count(int max_choices, size_t n_prompts, int n);
 
 class Generation {
  public:
-  // Validates lengths (ApiError 400) and submits every choice to the engine.
+  // Validates lengths (ApiError 400) and submits the choices to the engine: all of them, or with
+  // max_prompts_in_flight > 0 the choices of at most that many prompts at a time, the next
+  // prompt being submitted from poll() as one finishes (so a 200-page document holds a few
+  // rendered pages at a time, and nothing more is rendered once the request is cancelled).
   Generation(ServerContext& ctx, const GenParams& params, std::vector<PreparedPrompt> prompts,
-             const std::string& request_id);
+             const std::string& request_id, int max_prompts_in_flight = 0);
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -79,6 +97,8 @@ class Generation {
 
  private:
   struct Choice;
+  void submit(size_t prompt);
+  void top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& touched);
   bool drain(Choice& c, ChoiceDelta& d, std::chrono::milliseconds timeout);
   void on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d);
   void finish(Choice& c, ChoiceDelta& d, const std::string& reason, nlohmann::json stop_reason);
@@ -93,6 +113,13 @@ class Generation {
   int32_t vocab_ = 0;  // tokenizer ids
   int n_finished_ = 0;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+  std::string request_id_;
+  std::vector<int> max_tokens_;         // per prompt
+  size_t next_prompt_ = 0;              // prompts before this one have been submitted
+  std::vector<int> unfinished_;         // per prompt: choices not finished yet
+  int in_flight_ = 0;                   // submitted prompts with unfinished choices
+  int max_in_flight_ = 0;               // 0: no limit
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace locr::server

@@ -17,9 +17,12 @@ void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Res
 // POST /v1/ocr (ocr_handler.cc): a document in, per-page OCR results out.
 void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
-// Checks the image count against --limit-mm-per-prompt, fetches and decodes the images and
-// renders + tokenises the chat (400 on any failure).
-model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci);
+// Checks the image count against --limit-mm-per-prompt, fetches the images and reads their sizes,
+// renders + tokenises the chat, checks the prompt length (with `max_tokens`, -1 for none) from
+// the image sizes, then decodes the images (400 on any failure). With decode false (/tokenize)
+// it stops before decoding and length checks: only `ids` is filled, image tokens expanded from
+// the image sizes.
+model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci, int max_tokens, bool decode);
 
 // Unix seconds now.
 int64_t unix_now();

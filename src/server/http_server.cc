@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <list>
@@ -15,6 +16,7 @@
 #include "core/log.h"
 #include "server/errors.h"
 #include "server/handlers.h"
+#include "server/http_connection.h"
 #include "server/request_log.h"
 #include "server/sse.h"
 
@@ -118,6 +120,28 @@ std::string handler_label(const std::string& path) {
 
 class HttpServer::Impl : public httplib::Server {
  public:
+  HeaderLimits header_limits;
+
+  // httplib's keep-alive loop over one accepted connection, with our own socket stream (header
+  // limits, 431) and connections closed where a handler asked for it.
+  bool process_and_close_socket(socket_t sock) override {
+    bool ret = false;
+    {
+      ConnectionStream strm(sock, read_timeout_sec_, write_timeout_sec_, header_limits);
+      for (size_t count = keep_alive_max_count_; count > 0; --count) {
+        if (!strm.wait_for_request(keep_alive_timeout_sec_, [this] { return svr_sock_ != INVALID_SOCKET; })) break;
+        strm.begin_request();
+        bool connection_closed = false;
+        ret = process_request(strm, count == 1, connection_closed, nullptr);
+        const bool close_after = take_close_after_response();
+        if (!ret || connection_closed || close_after || strm.rejected()) break;
+      }
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ret;
+  }
+
   // Makes the accept loop end without marking the server stopped, so responses in progress
   // keep streaming.
   void stop_accepting() {
@@ -137,6 +161,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), impl_(std::make_unique<I
   impl_->set_write_timeout(o.write_timeout_s, 0);
   impl_->set_keep_alive_timeout(o.keep_alive_timeout_s);
   impl_->set_keep_alive_max_count(1000);
+  impl_->header_limits = {o.max_header_bytes, o.max_headers};
   install_routes();
 }
 
@@ -153,9 +178,37 @@ void HttpServer::install_routes() {
     log.start = std::chrono::steady_clock::now();
     const std::string given = req.get_header_value("X-Request-Id");
     log.id = valid_request_id(given) ? given : ctx.random_hex();
+    log.http10 = req.version == "HTTP/1.0";
     res.set_header("X-Request-Id", log.id);
     ctx.metrics().in_flight.fetch_add(1);
-    if (ctx.draining) res.set_header("Connection", "close");
+    if (ctx.draining) {
+      res.set_header("Connection", "close");
+      close_connection_after_response();
+    }
+    // The body has not been read yet: a length that is not a number, or too large, is answered
+    // now (instead of after reading, or waiting out the read timeout for, bytes that never come),
+    // and the connection is closed since the body is left unread.
+    auto refuse = [&](int status, const std::string& msg) {
+      res.set_header("Connection", "close");
+      close_connection_after_response();
+      send_json(res, error_body(status, msg), status);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    const size_t n_lengths = req.headers.count("Content-Length");
+    if (n_lengths > 0) {
+      const std::string v = req.get_header_value("Content-Length");
+      const bool digits =
+          !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+      bool same = true;
+      for (size_t i = 1; i < n_lengths; ++i) same &= req.get_header_value("Content-Length", i) == v;
+      if (!same) return refuse(400, "the request has several different Content-Length headers");
+      if (!digits) return refuse(400, "Content-Length '" + v.substr(0, 64) + "' is not a non-negative decimal number");
+      if (v.size() > 18 || std::stoll(v) > ctx.opts().max_body_bytes)
+        return refuse(413, str("the request body (Content-Length ", v.substr(0, 64), ") is larger than ",
+                               ctx.opts().max_body_bytes, " bytes (--max-body-bytes)"));
+      if (req.has_header("Transfer-Encoding"))
+        return refuse(400, "the request has both Content-Length and Transfer-Encoding");
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -164,9 +217,10 @@ void HttpServer::install_routes() {
     const double secs =
         log.active ? std::chrono::duration<double>(std::chrono::steady_clock::now() - log.start).count() : 0.0;
     if (log.active) ctx.metrics().in_flight.fetch_sub(1);
-    ctx.metrics().count_request(handler_label(req.path), req.method, res.status, secs);
+    const int status = status_override() ? status_override() : res.status;
+    ctx.metrics().count_request(handler_label(req.path), req.method, status, secs);
     if (ctx.opts().access_log) {
-      std::string line = str(req.remote_addr, ":", req.remote_port, " \"", req.method, " ", req.path, "\" ", res.status,
+      std::string line = str(req.remote_addr, ":", req.remote_port, " \"", req.method, " ", req.path, "\" ", status,
                              " id=", log.active ? log.id : "-", " ", static_cast<int64_t>(secs * 1000), "ms");
       if (log.prompt_tokens >= 0) line += str(" prompt_tokens=", log.prompt_tokens, " completion_tokens=", log.completion_tokens);
       if (!log.note.empty()) line += " (" + log.note + ")";

@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include "model/processor.h"
+#include "server/decode_budget.h"
 #include "server/errors.h"
 
 namespace locr::server {
@@ -145,16 +147,53 @@ std::string fetch_image_bytes(const std::string& url, const ServerOptions& opts)
               "allowed http(s) URL)");
 }
 
-std::vector<io::Image> load_images(const std::vector<std::string>& urls, const ServerOptions& opts) {
-  std::vector<io::Image> images;
+std::vector<ImageSource> fetch_images(const std::vector<std::string>& urls, const ServerOptions& opts) {
+  std::vector<ImageSource> sources;
   io::DecodeOptions dopts;
   dopts.max_pixels = opts.max_image_pixels;
+  int64_t total = 0, total_bytes = 0;
   for (size_t i = 0; i < urls.size(); ++i) {
     try {
-      const std::string bytes = fetch_image_bytes(urls[i], opts);
-      images.push_back(io::decode_image(bytes, dopts));
+      ImageSource s;
+      s.bytes = fetch_image_bytes(urls[i], opts);
+      s.size = io::probe_image(s.bytes, dopts);
+      total += static_cast<int64_t>(s.size.width) * s.size.height;
+      total_bytes += static_cast<int64_t>(s.bytes.size());
+      sources.push_back(std::move(s));
     } catch (const ApiError& e) {
       throw ApiError(400, str("image ", i + 1, ": ", e.what()), "messages");
+    } catch (const locr::Error& e) {
+      throw ApiError(400, str("image ", i + 1, ": ", e.what()), "messages");
+    }
+    // Fetched images wait here until they are decoded: all of them together are held to the size
+    // a request body may have (data: URLs are in the body anyway).
+    if (total_bytes > opts.max_body_bytes)
+      throw ApiError(400,
+                     str("the images of this request are more than ", opts.max_body_bytes,
+                         " bytes in all (--max-body-bytes) by image ", i + 1, "; send fewer per request"),
+                     "messages");
+    if (total > opts.max_request_image_pixels)
+      throw ApiError(400,
+                     str("the images of this request decode to more than ", opts.max_request_image_pixels,
+                         " pixels in all (--max-request-image-pixels): ", total, " pixels up to image ", i + 1,
+                         " (", sources.back().size.width, "x", sources.back().size.height,
+                         "); downscale the images or send fewer per request"),
+                     "messages");
+  }
+  return sources;
+}
+
+std::vector<io::Image> decode_images(std::vector<ImageSource> sources, ServerContext& ctx) {
+  std::vector<io::Image> images;
+  io::DecodeOptions dopts;
+  dopts.max_pixels = ctx.opts().max_image_pixels;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    try {
+      const DecodeBudget::Lease lease(ctx.decode_budget(),
+                                      DecodeBudget::estimate(sources[i].size.width, sources[i].size.height));
+      io::Image full = io::decode_image(sources[i].bytes, dopts);
+      std::string().swap(sources[i].bytes);
+      images.push_back(model::shrink_for_model(std::move(full), ctx.model().processor_config()));
     } catch (const locr::Error& e) {
       throw ApiError(400, str("image ", i + 1, ": ", e.what()), "messages");
     }

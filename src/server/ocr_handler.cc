@@ -1,17 +1,21 @@
 // POST /v1/ocr: a whole document (PDF, multi-page TIFF or image) in, per-page Markdown out.
 //
 // The document comes as a multipart upload (field `file`, every other field a form value) or as a
-// JSON body whose `document` is base64 or a data: URL. The selected pages are rendered on the HTTP
-// thread, each becomes the recommended image-only OCR prompt, and all of them are submitted at once
-// as one Generation (one engine request per page), so they batch with every other request. The
+// JSON body whose `document` is base64 or a data: URL. Each selected page becomes the recommended
+// image-only OCR prompt, its length known from the page's size before anything is rendered; the
+// pages form one Generation (one engine request per page) that keeps --ocr-pages-in-flight of them
+// in the engine at a time, rendering the next page (on the HTTP thread, under the decode budget,
+// shrunk to the model's size at once and held as 8-bit RGB) only as an earlier one finishes. The
 // response is one JSON object, or with `stream: true` one SSE event per page (in page order or as
-// pages complete), then a summary event and `data: [DONE]`. A client disconnect cancels every page.
+// pages complete), then a summary event and `data: [DONE]`. A client disconnect cancels every page
+// and stops the rendering.
 #include <chrono>
 #include <map>
 
 #include "io/document.h"
 #include "io/page_range.h"
 #include "runtime/postprocess.h"
+#include "server/decode_budget.h"
 #include "server/errors.h"
 #include "server/generation.h"
 #include "server/handlers.h"
@@ -25,6 +29,10 @@ namespace locr::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxPagesInDocument = 100000;
+// What one page holds apart from its pixels while the request runs (ids, text, timings), roughly.
+constexpr int64_t kPageOverheadBytes = 16 << 10;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -120,8 +128,11 @@ OcrOptions parse_ocr_options(const json& body, const ServerContext& ctx) {
     o.doc.pdf.dpi = *v;
   }
   if (auto v = opt_string(body, "password")) o.doc.pdf.password = *v;
-  o.doc.decode.max_pixels = ctx.opts().max_image_pixels;
-  o.doc.pdf.max_pages = std::max(o.doc.pdf.max_pages, ctx.opts().max_document_pages);
+  // A page is one image: the per-image and per-request pixel limits both apply to each page.
+  o.doc.decode.max_pixels = std::min(ctx.opts().max_image_pixels, ctx.opts().max_request_image_pixels);
+  // Only the selected pages count against --max-document-pages; this only bounds the structure
+  // the document may have at all (a 10,000-page TIFF with pages=1 is fine).
+  o.doc.pdf.max_pages = kMaxPagesInDocument;
   return o;
 }
 
@@ -158,6 +169,7 @@ json page_json(const OcrJob& job, const Generation& gen, int i) {
               {"first_token_s", p.first_token_s < 0 ? json(nullptr) : json(p.first_token_s)},
               {"total_s", p.finished_s < 0 ? json(nullptr) : json(p.finished_s)}}}};
   if (job.opts.output == "json") j["raw"] = r.text;
+  if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
 
@@ -226,29 +238,71 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
                     " per request (--max-document-pages); choose fewer with 'pages'"),
                 "pages");
 
-  const json messages = model::LightOnOcr::make_messages(nullptr, nullptr, 1);
+  // Every page's prompt from its size alone: lengths are checked before anything is rendered.
+  const model::LightOnOcr& m = ctx.model();
+  const model::RenderedChat chat = m.render_chat(model::LightOnOcr::make_messages(nullptr, nullptr, 1));
+  const int in_flight = std::max(1, ctx.opts().ocr_pages_in_flight);
+  auto shared_doc = std::make_shared<io::Document>(std::move(doc));
   std::vector<PreparedPrompt> prompts(selected.size());
   job->pages.resize(selected.size());
+  int64_t held_bytes = 0, largest_page = 0;
   for (size_t i = 0; i < selected.size(); ++i) {
-    const auto t0 = Clock::now();
-    model::Prompt prompt;
+    const int index = selected[i] - 1;
+    io::ImageSize size;
+    int n_tokens = 0;
     try {
-      std::vector<io::Image> images;
-      images.push_back(doc.render_page(selected[i] - 1));
-      prompt = ctx.model().build_prompt(messages, images);
+      size = shared_doc->page_size(index);
+      n_tokens = m.image_tokens(size.height, size.width);
     } catch (const locr::Error& e) {
       throw ApiError(400, str("cannot render page ", selected[i], ": ", e.what()), "document");
     }
-    prompts[i].ids = std::move(prompt.ids);
-    prompts[i].images = std::move(prompt.images);
+    for (int32_t id : chat.ids) {
+      if (id == m.config().image_token_id) prompts[i].ids.insert(prompts[i].ids.end(), n_tokens, id);
+      else prompts[i].ids.push_back(id);
+    }
+    check_prompt_length(ctx.engine().options().max_model_len, static_cast<int64_t>(prompts[i].ids.size()),
+                        p.max_tokens);
+    const auto model_size = model::target_size(size.height, size.width, m.processor_config());
+    largest_page = std::max<int64_t>(largest_page, int64_t{model_size[0]} * model_size[1] * 3);
+    held_bytes += static_cast<int64_t>(prompts[i].ids.size()) * 4 + kPageOverheadBytes;
     job->pages[i].page = selected[i];
-    job->pages[i].render_s = seconds_since(t0);
+    const int page_number = selected[i];
+    prompts[i].load_images = [&ctx, shared_doc, job, i, index, size, n_tokens, page_number] {
+      const auto t0 = Clock::now();
+      model::ProcessedImage img;
+      try {
+        io::Image small;
+        {
+          const DecodeBudget::Lease lease(ctx.decode_budget(), DecodeBudget::estimate(size.width, size.height));
+          small = model::shrink_for_model(shared_doc->render_page(index), ctx.model().processor_config());
+        }
+        img = model::preprocess(small, ctx.model().processor_config());
+      } catch (const locr::Error& e) {
+        throw locr::Error(e.kind(), str("cannot render page ", page_number, ": ", e.what()));
+      }
+      if (img.n_image_tokens(ctx.model().config().spatial_merge_size) != n_tokens)
+        fail(ErrorKind::kInvalidArgument, "page ", page_number, " rendered to ", img.width, "x", img.height,
+             " pixels, not the size its header gives; the file is damaged");
+      job->pages[i].render_s = seconds_since(t0);
+      std::vector<model::ProcessedImage> out;
+      out.push_back(std::move(img));
+      return out;
+    };
   }
+  // What the request holds while it runs: the pages in flight at the model's size, plus each
+  // selected page's prompt and results.
+  const int64_t budget_bytes = ctx.opts().max_ocr_request_bytes;
+  const int64_t need = held_bytes + std::min<int64_t>(in_flight, static_cast<int64_t>(selected.size())) * largest_page;
+  if (need > budget_bytes)
+    bad_request(str("this document needs about ", need >> 20, " MiB to process (", selected.size(),
+                    " page(s)), more than this server allows one /v1/ocr request (--max-ocr-request-bytes ",
+                    budget_bytes >> 20, " MiB); choose fewer pages with 'pages' or a lower 'dpi'"),
+                "pages");
 
   job->id = "ocr-" + request_log().id;
   job->created = unix_now();
   job->submitted = Clock::now();
-  auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id);
+  auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id, in_flight);
   request_log().note = str(selected.size(), " page(s)", p.stream ? ", stream" : "");
 
   // Records first-token and finish times; returns the indices that finished in this batch.

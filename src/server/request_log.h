@@ -14,6 +14,7 @@ struct RequestLog {
   std::string id;
   int64_t prompt_tokens = -1, completion_tokens = -1;
   std::string note;  // e.g. "client disconnected", "stream"
+  bool http10 = false;  // an HTTP/1.0 request: no chunked framing in its response
 };
 
 RequestLog& request_log();

@@ -7,7 +7,12 @@
 namespace locr::server {
 
 ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts)
-    : model_(model), engine_(engine), opts_(std::move(opts)), seed_rng_(opts_.seed), id_rng_(std::random_device{}()) {
+    : model_(model),
+      engine_(engine),
+      opts_(std::move(opts)),
+      decode_budget_(opts_.max_decode_bytes),
+      seed_rng_(opts_.seed),
+      id_rng_(std::random_device{}()) {
   LOCR_CHECK(!opts_.served_model_names.empty(), "at least one served model name");
 }
 

@@ -15,6 +15,7 @@
 
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "server/decode_budget.h"
 #include "server/server_metrics.h"
 
 namespace locr::server {
@@ -30,18 +31,25 @@ struct ServerOptions {
   int limit_images = 999;                       // per prompt (--limit-mm-per-prompt '{"image": N}')
   std::string allowed_local_media_path;         // empty: file:// URLs refused
   std::vector<std::string> allowed_media_domains;  // empty: http(s) image URLs refused
-  int64_t max_image_pixels = 178956970;
+  int64_t max_image_pixels = 178956970;         // one image (--max-image-pixels)
+  int64_t max_request_image_pixels = 50000000;  // all images of a request, as decoded (--max-request-image-pixels)
+  int64_t max_decode_bytes = 512LL << 20;       // image decoding in flight, server-wide (--max-decode-bytes)
   int64_t max_image_bytes = 32LL << 20;
   int media_fetch_timeout_s = 10;
-  int max_document_pages = 200;                 // pages per /v1/ocr request (--max-document-pages)
+  int max_document_pages = 200;                 // selected pages per /v1/ocr request (--max-document-pages)
+  int ocr_pages_in_flight = 8;                  // pages of one /v1/ocr request rendered and in the engine at once
+  int64_t max_ocr_request_bytes = 256LL << 20;  // estimated memory one /v1/ocr request may hold (--max-ocr-request-bytes)
   // Generation defaults.
   bool use_generation_config = true;            // --generation-config auto|vllm
   uint64_t seed = 0;                            // seeds the generator of per-request seeds
   int max_logprobs = 20;
   runtime::LoopGuardConfig loop_guard;          // --loop-guard / --no-loop-guard and its thresholds
   int max_n = 128;
+  int max_choices = 1024;                       // prompts x n per request (--max-choices-per-request)
   // HTTP.
   int64_t max_body_bytes = 64LL << 20;
+  int64_t max_header_bytes = 64 << 10;          // request line + headers (431 past it)
+  int max_headers = 100;                        // header fields per request (431 past it)
   int read_timeout_s = 60;
   int write_timeout_s = 60;
   int keep_alive_timeout_s = 5;
@@ -60,6 +68,7 @@ class ServerContext {
   runtime::Engine& engine() { return engine_; }
   const ServerOptions& opts() const { return opts_; }
   ServerMetrics& metrics() { return metrics_; }
+  DecodeBudget& decode_budget() { return decode_budget_; }
   const std::string& model_name() const { return opts_.served_model_names.front(); }
   bool serves(const std::string& name) const;
 
@@ -82,6 +91,7 @@ class ServerContext {
   runtime::Engine& engine_;
   ServerOptions opts_;
   ServerMetrics metrics_;
+  DecodeBudget decode_budget_;
   std::mutex rng_mu_;
   std::mt19937_64 seed_rng_, id_rng_;
   std::mutex active_mu_;

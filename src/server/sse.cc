@@ -1,6 +1,7 @@
 #include "server/sse.h"
 
 #include "core/log.h"
+#include "server/http_connection.h"
 #include "server/request_log.h"
 
 namespace locr::server {
@@ -52,23 +53,30 @@ bool run(ServerContext& ctx, Generation& gen, GenerationWriter& w, httplib::Data
 void respond_with_generation(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Generation> gen,
                              const std::string& content_type, GenerationWriter writer) {
   auto w = std::make_shared<GenerationWriter>(std::move(writer));
-  res.set_chunked_content_provider(
-      content_type,
-      [&ctx, gen, w](size_t /*offset*/, httplib::DataSink& sink) {
-        // No exception may leave a content provider (httplib would terminate): the response is
-        // under way, so all that is left is to cut it off.
-        try {
-          return run(ctx, *gen, *w, sink);
-        } catch (const std::exception& e) {
-          LOCR_ERROR("http: request ", request_log().id, " failed while responding: ", e.what());
-          gen->cancel();
-          request_log().note = std::string("failed: ") + e.what();
-          return false;
-        }
-      },
-      [gen](bool success) {
-        if (!success) gen->cancel();
-      });
+  // HTTP/1.0 has no chunked transfer coding (RFC 9112 section 7.1): such a client gets the body
+  // without a length, ended by closing the connection.
+  const bool http10 = request_log().http10;
+  if (http10) {
+    res.set_header("Connection", "close");
+    close_connection_after_response();
+  }
+  httplib::ContentProviderWithoutLength provider = [&ctx, gen, w](size_t /*offset*/, httplib::DataSink& sink) {
+    // No exception may leave a content provider (httplib would terminate): the response is
+    // under way, so all that is left is to cut it off.
+    try {
+      return run(ctx, *gen, *w, sink);
+    } catch (const std::exception& e) {
+      LOCR_ERROR("http: request ", request_log().id, " failed while responding: ", e.what());
+      gen->cancel();
+      request_log().note = std::string("failed: ") + e.what();
+      return false;
+    }
+  };
+  httplib::ContentProviderResourceReleaser release = [gen](bool success) {
+    if (!success) gen->cancel();
+  };
+  if (http10) res.set_content_provider(content_type, std::move(provider), std::move(release));
+  else res.set_chunked_content_provider(content_type, std::move(provider), std::move(release));
 }
 
 }  // namespace locr::server

@@ -18,7 +18,8 @@ void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::R
   } else {
     if (auto agp = opt_bool(body, "add_generation_prompt"); agp && !*agp)
       bad_request("'add_generation_prompt': false is not supported by this server", "add_generation_prompt");
-    ids = build_chat_prompt(ctx, parse_chat_messages(body)).ids;
+    // Image tokens come from the image headers: /tokenize never decodes pixels.
+    ids = build_chat_prompt(ctx, parse_chat_messages(body), -1, /*decode=*/false).ids;
   }
   json out = {{"count", ids.size()}, {"max_model_len", ctx.engine().options().max_model_len}, {"tokens", ids},
               {"token_strs", nullptr}};

@@ -1,6 +1,11 @@
 // Unit tests of the server's pure pieces: stop-string hold-back, base64, size parsing, error bodies.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server/decode_budget.h"
 #include "server/errors.h"
 #include "server/media.h"
 #include "server/memory_plan.h"
@@ -67,6 +72,35 @@ TEST(StopMatcher, FlushReleasesHeldText) {
 TEST(StopMatcher, Utf8StopStrings) {
   StopMatcher m({"。"}, false);  // 3 bytes
   EXPECT_EQ(feed(m, {"你好", "\xe3\x80", "\x82", "后"}), "你好");
+}
+
+// The decode budget is a counting semaphore of bytes: holders never exceed the capacity together,
+// a waiter proceeds when bytes are given back, and one lease larger than the capacity goes alone.
+TEST(DecodeBudget, LeasesWaitAndNeverExceedTheCapacity) {
+  DecodeBudget b(100);
+  std::atomic<int64_t> held{0}, max_held{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i)
+    ts.emplace_back([&, i] {
+      const int64_t n = 30 + 10 * (i % 3);
+      DecodeBudget::Lease l(b, n);
+      const int64_t now = held += n;
+      int64_t m = max_held.load();
+      while (now > m && !max_held.compare_exchange_weak(m, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      held -= n;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_LE(max_held.load(), 100);
+  EXPECT_GE(max_held.load(), 30);
+  EXPECT_EQ(b.in_use(), 0);
+  {
+    DecodeBudget::Lease big(b, 1000);  // clamped to the capacity: does not wait forever
+    EXPECT_EQ(b.in_use(), 100);
+  }
+  EXPECT_EQ(b.in_use(), 0);
+  EXPECT_GT(DecodeBudget::estimate(13000, 13000), int64_t{13000} * 13000 * 4);
 }
 
 TEST(Base64, StandardUrlSafeAndPadding) {

@@ -58,6 +58,33 @@ TEST(Document, MultiPageTiff) {
   EXPECT_EQ(kind_of([&] { decode_tiff_page(bytes, 5); }), ErrorKind::kInvalidArgument);
 }
 
+// page_size() is the size render_page() gives, read without rendering or decoding.
+TEST(Document, PageSizeWithoutRendering) {
+  auto tiff = open_document(read_file(kFixtures + "/documents/multipage.tif"));
+  for (int i = 0; i < 3; ++i) {
+    const ImageSize s = tiff.page_size(i);
+    const Image img = tiff.render_page(i);
+    EXPECT_EQ(s.width, img.width) << i;
+    EXPECT_EQ(s.height, img.height) << i;
+  }
+  EXPECT_EQ(kind_of([&] { tiff.page_size(3); }), ErrorKind::kInvalidArgument);
+  auto png = load_document(kFixtures + "/images/page_small.png");
+  const Image img = png.render_page(0);
+  EXPECT_EQ(png.page_size(0).width, img.width);
+  EXPECT_EQ(png.page_size(0).height, img.height);
+  if (pdf_supported()) {
+    auto pdf = open_document(test::make_pdf({{612, 792}, {200, 100, 0, "0 0 0 rg 0 50 100 50 re f\n"}}));
+    EXPECT_EQ(pdf.page_size(0).width, 1190);
+    EXPECT_EQ(pdf.page_size(0).height, 1540);
+    EXPECT_EQ(pdf.page_size(1).width, 1540);
+    EXPECT_EQ(pdf.page_size(1).height, 770);
+    DocumentOptions small;
+    small.decode.max_pixels = 1000;
+    auto limited = open_document(test::make_pdf({{612, 792}}), small);
+    EXPECT_EQ(kind_of([&] { limited.page_size(0); }), ErrorKind::kLimit);
+  }
+}
+
 TEST(Document, TiffPageLimit) {
   DocumentOptions opts;
   opts.pdf.max_pages = 2;

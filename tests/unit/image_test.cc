@@ -112,6 +112,24 @@ TEST_P(ImageDecode, PixelLimitIsCheckedFromTheHeader) {
   EXPECT_NE(msg.find(image_format_name(detect_image_format(bytes))), std::string::npos) << msg;
 }
 
+// probe_image() reads the size the decoder would produce without decoding (TIFF applies its
+// orientation tag after decoding, which can only swap the sides), and refuses bombs the same way.
+TEST_P(ImageDecode, ProbeGivesTheDecodedSize) {
+  const std::string bytes = read_file(kDecodeDir + "/" + GetParam());
+  const Image img = decode_image(bytes);
+  const ImageSize size = probe_image(bytes);
+  if (detect_image_format(bytes) == ImageFormat::kTiff && size.width != img.width) {
+    EXPECT_EQ(size.width, img.height);
+    EXPECT_EQ(size.height, img.width);
+  } else {
+    EXPECT_EQ(size.width, img.width);
+    EXPECT_EQ(size.height, img.height);
+  }
+  DecodeOptions opts;
+  opts.max_pixels = 50;
+  EXPECT_THROW(probe_image(bytes, opts), Error);
+}
+
 // Every prefix (at a stride) and a few hundred random byte flips: decoding may succeed or throw
 // locr::Error, but must not crash, hang, or leak (run under ASan/valgrind to see the last two).
 TEST_P(ImageDecode, SurvivesTruncationAndCorruption) {
@@ -205,6 +223,35 @@ TEST(ImageErrors, LoadImageNamesThePath) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  }
+}
+
+// A 13000 x 13000 PNG of which only the header is present: the probe returns its size at once
+// (nothing the size of the image is allocated), while decoding reports the truncation.
+TEST(ImageProbe, PngHeaderAloneGivesTheSize) {
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  const uint8_t ihdr[] = {0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0x32, 0xc8, 0, 0, 0x32, 0xc8, 8, 0, 0, 0, 0};
+  png.append(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+  uint32_t crc = 0xffffffffu;  // CRC-32 of the chunk type and data
+  for (size_t i = 4; i < sizeof ihdr; ++i) {
+    crc ^= ihdr[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  crc ^= 0xffffffffu;
+  for (int k = 3; k >= 0; --k) png += static_cast<char>((crc >> (8 * k)) & 0xff);
+  const ImageSize size = probe_image(png);
+  EXPECT_EQ(size.width, 13000);
+  EXPECT_EQ(size.height, 13000);
+  EXPECT_THROW(decode_image(png), Error);
+  DecodeOptions small;
+  small.max_pixels = 100000000;
+  std::string msg;
+  EXPECT_EQ(kind_of(png, small, &msg), ErrorKind::kLimit) << msg;
+  try {
+    probe_image(png, small);
+    FAIL() << "expected kLimit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kLimit);
   }
 }
 

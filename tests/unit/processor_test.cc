@@ -131,18 +131,39 @@ TEST_P(ProcessorGolden, PixelValuesAreExact) {
   ASSERT_LE(cols, p.width);
   EXPECT_EQ(p.grid_h, p.height / 14);
   EXPECT_EQ(p.grid_w, p.width / 14);
+  const std::vector<float> pixels = normalized_pixels(p);
   size_t exact = 0, n = 0;
   double max_diff = 0;
   for (int64_t c = 0; c < 3; ++c)
     for (int64_t y = 0; y < rows; ++y)
       for (int64_t x = 0; x < cols; ++x) {
-        const float g = p.pixels[(c * p.height + y) * p.width + x];
+        const float g = pixels[(c * p.height + y) * p.width + x];
         const float w = want.data<float>()[(c * rows + y) * cols + x];
         exact += std::memcmp(&g, &w, sizeof(float)) == 0;
         ++n;
         max_diff = std::max(max_diff, std::abs(double{g} - double{w}));
       }
   EXPECT_EQ(exact, n) << (n - exact) << " of " << n << " values differ, max diff " << max_diff;
+}
+
+// Shrinking right after decoding (what the server keeps instead of the full-resolution image)
+// changes nothing downstream: the same 8-bit pixels, so the same normalised values and patches.
+TEST_P(ProcessorGolden, ShrinkForModelThenPreprocessIsBitExact) {
+  const ProcessorConfig cfg = cfg_align(GetParam().align);
+  const io::Image in = input();
+  const ProcessedImage direct = preprocess(in, cfg);
+  const io::Image small = shrink_for_model(in, cfg);
+  EXPECT_EQ(small.height, direct.height);
+  EXPECT_EQ(small.width, direct.width);
+  EXPECT_FALSE(small.has_alpha());
+  const ProcessedImage p = preprocess(small, cfg);
+  EXPECT_EQ(p.rgb, direct.rgb);
+  EXPECT_EQ(image_token_count(in.height, in.width, cfg), direct.n_image_tokens());
+  // Patches normalised from the 8-bit image equal patches cut from the normalised floats.
+  ProcessedImage as_floats = direct;
+  as_floats.pixels = normalized_pixels(direct);
+  as_floats.rgb.clear();
+  EXPECT_EQ(extract_patches(direct), extract_patches(as_floats));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -166,12 +187,12 @@ TEST(ProcessorNormalize, UsesTransformersFusedConstants) {
   img.rgb[0] = 255;
   img.rgb[1] = 128;
   const ProcessorConfig cfg = cfg_align(14);
-  const ProcessedImage p = preprocess(img, cfg);
+  const std::vector<float> px = normalized_pixels(preprocess(img, cfg));
   const float m0 = 0.48145466f * 255.0f, s0 = 0.26862954f * 255.0f;
   const float m1 = 0.4578275f * 255.0f, s1 = 0.26130258f * 255.0f;
-  EXPECT_EQ(p.pixels[0], (255.0f - m0) / s0);
-  EXPECT_EQ(p.pixels[14 * 14], (128.0f - m1) / s1);
-  EXPECT_EQ(p.pixels[1], (0.0f - m0) / s0);
+  EXPECT_EQ(px[0], (255.0f - m0) / s0);
+  EXPECT_EQ(px[14 * 14], (128.0f - m1) / s1);
+  EXPECT_EQ(px[1], (0.0f - m0) / s0);
   EXPECT_EQ(static_cast<float>(1.0 / cfg.rescale_factor), 255.0f);
 }
 
@@ -223,10 +244,10 @@ TEST(ProcessorPreprocess, FlattensAlphaLikeTransformers) {
   img.alpha.assign(14 * 14, 0);  // fully transparent black -> white
   ProcessorConfig cfg = cfg_align(14);
   const ProcessedImage white = preprocess(img, cfg);
-  EXPECT_EQ(white.pixels[0], (255.0f - 0.48145466f * 255.0f) / (0.26862954f * 255.0f));
+  EXPECT_EQ(normalized_pixels(white)[0], (255.0f - 0.48145466f * 255.0f) / (0.26862954f * 255.0f));
   cfg.flatten_alpha_on_white = false;
   const ProcessedImage black = preprocess(img, cfg);
-  EXPECT_EQ(black.pixels[0], (0.0f - 0.48145466f * 255.0f) / (0.26862954f * 255.0f));
+  EXPECT_EQ(normalized_pixels(black)[0], (0.0f - 0.48145466f * 255.0f) / (0.26862954f * 255.0f));
 }
 
 TEST(ProcessorPreprocess, RejectsBadInput) {

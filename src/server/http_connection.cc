@@ -1,0 +1,167 @@
+#include "server/http_connection.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "server/errors.h"
+#include "server/sse.h"
+
+namespace locr::server {
+
+namespace {
+
+thread_local bool t_close_after = false;
+thread_local int t_status_override = 0;
+
+void ip_and_port(const sockaddr_storage& addr, std::string& ip, int& port) {
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  }
+  ip = host;
+}
+
+bool wait_for(int sock, short events, time_t timeout_s) {
+  pollfd p{sock, events, 0};
+  for (;;) {
+    const int r = ::poll(&p, 1, static_cast<int>(timeout_s * 1000));
+    if (r < 0 && errno == EINTR) continue;
+    return r > 0;
+  }
+}
+
+}  // namespace
+
+ConnectionStream::ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits)
+    : sock_(sock), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s), limits_(limits) {}
+
+bool ConnectionStream::peer_closed() const {
+  pollfd p{sock_, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;  // nothing to read: the peer is still there
+  if (p.revents & (POLLERR | POLLNVAL)) return true;
+  char c;
+  return ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;  // 0: closed; < 0: reset
+}
+
+void ConnectionStream::begin_request() {
+  in_headers_ = true;
+  header_bytes_ = 0;
+  lines_ = 0;
+  line_len_ = 0;
+  t_close_after = false;
+  t_status_override = 0;
+}
+
+bool ConnectionStream::poll_readable(int timeout_ms) const {
+  pollfd p{sock_, POLLIN, 0};
+  const int r = ::poll(&p, 1, timeout_ms);
+  return r > 0;
+}
+
+bool ConnectionStream::is_readable() const { return buf_pos_ < buf_len_ || wait_for(sock_, POLLIN, read_timeout_s_); }
+
+bool ConnectionStream::is_writable() const {
+  if (rejected_) return false;
+  return wait_for(sock_, POLLOUT, write_timeout_s_) && !peer_closed();
+}
+
+void ConnectionStream::reject(const char* why) {
+  rejected_ = true;
+  t_status_override = 431;
+  const std::string body = json_text(error_body(431, why));
+  const std::string head = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
+                           "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  const std::string all = head + body;
+  size_t off = 0;
+  while (off < all.size() && wait_for(sock_, POLLOUT, write_timeout_s_)) {
+    const ssize_t n = ::send(sock_, all.data() + off, all.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+}
+
+ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (rejected_) return -1;
+  if (buf_pos_ == buf_len_) {
+    if (!wait_for(sock_, POLLIN, read_timeout_s_)) return -1;
+    ssize_t n;
+    do n = ::recv(sock_, buf_, sizeof buf_, 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    buf_pos_ = 0;
+    buf_len_ = static_cast<size_t>(n);
+  }
+  if (!in_headers_) {
+    const size_t k = std::min(size, buf_len_ - buf_pos_);
+    std::memcpy(ptr, buf_ + buf_pos_, k);
+    buf_pos_ += k;
+    return static_cast<ssize_t>(k);
+  }
+  // Header bytes go out one line at a time at most, counted on the way.
+  size_t k = 0;
+  while (k < size && buf_pos_ < buf_len_ && in_headers_) {
+    const char c = buf_[buf_pos_++];
+    ptr[k++] = c;
+    ++header_bytes_;
+    if (c == '\n') {
+      if (line_len_ == 0) in_headers_ = false;  // the empty line ("\r\n" or "\n") ends the headers
+      else ++lines_;
+      line_len_ = 0;
+    } else if (c != '\r') {
+      ++line_len_;
+    }
+  }
+  if (header_bytes_ > limits_.max_bytes) {
+    reject(str("the request line and headers are larger than ", limits_.max_bytes, " bytes").c_str());
+    return -1;
+  }
+  if (lines_ - 1 > limits_.max_fields) {
+    reject(str("the request has more than ", limits_.max_fields, " header fields").c_str());
+    return -1;
+  }
+  return static_cast<ssize_t>(k);
+}
+
+ssize_t ConnectionStream::write(const char* ptr, size_t size) {
+  if (rejected_) return static_cast<ssize_t>(size);  // 431 already sent; httplib's 400 is dropped
+  if (!wait_for(sock_, POLLOUT, write_timeout_s_)) return -1;
+  ssize_t n;
+  do n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) ip_and_port(addr, ip, port);
+}
+
+void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) ip_and_port(addr, ip, port);
+}
+
+void close_connection_after_response() { t_close_after = true; }
+
+bool take_close_after_response() {
+  const bool v = t_close_after;
+  t_close_after = false;
+  return v;
+}
+
+int& status_override() { return t_status_override; }
+
+}  // namespace locr::server
