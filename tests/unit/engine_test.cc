@@ -3,6 +3,7 @@
 // KV block, prefix caching reuses blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "io/image.h"
@@ -183,6 +184,45 @@ TEST(Engine, PrefixCacheNeverSharesBlocksOfDifferentTokens) {
   auto sa2 = engine.submit(a);
   EXPECT_EQ(collect(*sa2), reference(a));
   EXPECT_EQ(sa2->times().cached_tokens, 16);
+}
+
+TEST(Engine, PrefixCacheKeysImageBlocksByTheirPixels) {
+  // Two pages of the same size give the same prompt ids; only the blocks before the image may be
+  // shared, the blocks holding image tokens are keyed by the pixels.
+  EngineOptions o;
+  o.block_size = 4;
+  o.kv_cache_bytes = 16LL << 20;
+  Engine engine(tiny_model(), o);
+  const auto& m = tiny_model();
+  io::Image a = io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png");
+  io::Image b = a;
+  for (size_t i = 0; i < b.rgb.size() / 4; ++i) b.rgb[i] = static_cast<uint8_t>(255 - b.rgb[i]);
+  const auto msgs = model::LightOnOcr::make_messages(nullptr, nullptr, 1);
+  auto request = [&](const io::Image& img, model::Prompt* p) {
+    *p = m.build_prompt(msgs, {img});
+    RequestInput in;
+    in.prompt_ids = p->ids;
+    in.images = p->images;
+    in.max_tokens = 6;
+    in.sampling.temperature = 0;
+    return in;
+  };
+  model::Prompt pa, pb;
+  const RequestInput ra = request(a, &pa), rb = request(b, &pb);
+  ASSERT_EQ(ra.prompt_ids, rb.prompt_ids);
+  const int64_t first_image =
+      std::find(ra.prompt_ids.begin(), ra.prompt_ids.end(), m.config().image_token_id) - ra.prompt_ids.begin();
+  GenerateOptions go;
+  go.max_tokens = 6;
+  go.sampling.temperature = 0;
+  auto sa = engine.submit(ra);
+  EXPECT_EQ(collect(*sa), generate(m, pa, go).tokens);
+  auto sb = engine.submit(rb);
+  EXPECT_EQ(collect(*sb), generate(m, pb, go).tokens);
+  EXPECT_EQ(sb->times().cached_tokens, first_image / 4 * 4) << "only the text blocks before the image are shared";
+  auto sa2 = engine.submit(ra);
+  EXPECT_EQ(collect(*sa2), generate(m, pa, go).tokens);
+  EXPECT_EQ(sa2->times().cached_tokens, static_cast<int64_t>(ra.prompt_ids.size() - 1) / 4 * 4);
 }
 
 TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
