@@ -92,6 +92,9 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
   s->loop_guard = std::make_unique<LoopGuard>(in.loop_guard);
   s->t_submit = Clock::now();
   s->in = std::move(in);
+  // Content keys on the caller's thread: an image digest (SHA-256 of its pixels, some 30 ms for a
+  // 1540 px page) must not stall the engine thread. block_size and prefix_caching never change.
+  if (blocks_.prefix_caching()) hash_blocks(*s);
   auto stream = s->stream;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -181,20 +184,22 @@ void Engine::preempt(Seq& s) {
   LOCR_DEBUG("preempted request ", s.in.request_id, " at ", s.tokens.size(), " tokens");
 }
 
+void Engine::hash_blocks(Seq& s) const {
+  s.hashed = true;
+  std::vector<BlockHash> digests;
+  std::vector<int64_t> n_tokens;
+  for (const auto& im : s.in.images) {
+    digests.push_back(image_digest(im));
+    n_tokens.push_back(im.n_image_tokens(model_.config().spatial_merge_size));
+  }
+  s.block_hashes = prompt_block_hashes(s.in.prompt_ids, blocks_.block_size(), model_.config().image_token_id, digests,
+                                       n_tokens);
+}
+
 void Engine::admit_prefix(Seq& s) {
   if (!blocks_.prefix_caching() || s.n_computed != 0 || !s.table.empty()) return;
   const int bs = blocks_.block_size();
-  if (!s.hashed) {
-    s.hashed = true;
-    std::vector<BlockHash> digests;
-    std::vector<int64_t> n_tokens;
-    for (const auto& im : s.in.images) {
-      digests.push_back(image_digest(im));
-      n_tokens.push_back(im.n_image_tokens(model_.config().spatial_merge_size));
-    }
-    const std::vector<int32_t> prompt(s.tokens.begin(), s.tokens.begin() + static_cast<int64_t>(s.n_prompt));
-    s.block_hashes = prompt_block_hashes(prompt, bs, model_.config().image_token_id, digests, n_tokens);
-  }
+  if (!s.hashed) hash_blocks(s);
   // Always leave at least one prompt token to compute, so the step yields logits.
   std::vector<BlockHash> usable(s.block_hashes.begin(),
                                s.block_hashes.begin() + std::min<size_t>(s.block_hashes.size(), (s.n_prompt - 1) / bs));
