@@ -458,6 +458,9 @@ int cmd_ocr(int argc, char** argv) {
           pj.error = e.what();
           if (pj.attempts > retries) {
             pj.status = "failed";
+            // A file there is from another run (other options, or unrecorded): not this page's.
+            std::error_code ec;
+            fs::remove(fs::path(outdir) / pj.file, ec);
             break;
           }
           LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed (attempt ", pj.attempts, "): ", e.what(), "; retrying");
@@ -514,6 +517,10 @@ int cmd_ocr(int argc, char** argv) {
       const std::string content =
           format == "json" ? json({{"source", dj.source}, {"pages", jpages}}).dump(2) + "\n" : joined + "\n";
       io::write_file_atomic((fs::path(outdir) / dj.output).string(), content);
+    } else if (dj.error.empty()) {
+      // An incomplete document has no document file, not one left by an earlier run.
+      std::error_code ec;
+      fs::remove(fs::path(outdir) / (dj.name + "." + format), ec);
     }
   }
   const int ok = done - failed;

@@ -194,6 +194,17 @@ def main() -> int:
             check(p.returncode == 1 and m["pages_failed"] == 1 and len(m["failures"]) == 1, "failed pages reported")
             check(m["documents"][0]["pages"][0]["attempts"] == 2, "failed page retried --retries times")
             check(not page_files(out4), "no page file for a failed page")
+            # A rerun under other options whose page fails leaves neither the earlier page file nor
+            # the earlier document file: nothing on disk mixes two settings.
+            out6 = work / "out6"
+            p = subprocess.run([locr, "ocr", str(inputs / "alpha.png"), "-o", str(out6), "--server", base, *common],
+                               capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0 and (out6 / "alpha.md").is_file(), "a first run into out6")
+            p = subprocess.run([locr, "ocr", str(inputs / "alpha.png"), "-o", str(out6), "--server", base,
+                                "--model-name", "nope", "--retries", "0"], capture_output=True, text=True, timeout=120)
+            m = json.loads((out6 / "manifest.json").read_text())
+            check(p.returncode == 1 and m["pages_failed"] == 1 and not page_files(out6)
+                  and not (out6 / "alpha.md").exists(), "a failed redo removes the stale page and document files")
             # A document that cannot be opened: reported, the others still done, exit code 1.
             bad = work / "bad"
             bad.mkdir()
