@@ -6,8 +6,10 @@
 //                 /v1/chat/completions (a `locr serve`, or vLLM serving LightOnOCR).
 //
 // Output: OUTDIR/<name>/page-0001.<ext> per page (written to a temp name, then renamed),
-// OUTDIR/<name>.<ext> per complete document and OUTDIR/manifest.json. A rerun skips pages whose
-// page file exists, so an interrupted run resumes. Exit code 0 only if every page succeeded.
+// OUTDIR/<name>.<ext> per complete document and OUTDIR/manifest.json, kept up to date as pages
+// finish (apps/ocr_manifest.h). A rerun with the same options skips the pages the manifest records
+// done, so an interrupted run resumes; under other options it redoes them. Exit code 0 only if
+// every page succeeded.
 #include <glob.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 
 #include "apps/commands.h"
 #include "apps/model_args.h"
+#include "apps/ocr_manifest.h"
 #include "core/log.h"
 #include "io/document.h"
 #include "io/file.h"
@@ -44,12 +47,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-struct PageOut {
-  std::string text;  // the model's raw output
-  std::string finish_reason;
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-};
 
 // Runs one page image through the model, in-process or over HTTP. Thread-safe.
 class Backend {
@@ -255,25 +252,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
-struct PageJob {
-  int page = 0;
-  std::string file;  // OUTDIR-relative
-  std::string status = "pending";  // ok, skipped (existed), failed
-  int attempts = 0;
-  double seconds = 0;
-  PageOut out;
-  std::string error;
-};
-
-struct DocJob {
-  std::string source, name, format;
-  int page_count = 0;
-  std::unique_ptr<io::Document> doc;
-  std::vector<PageJob> pages;
-  std::string error;  // could not open / select pages
-  std::string output;  // OUTDIR-relative document file, when complete
-};
-
 std::string page_file_text(const PageJob& p, const std::string& format, const runtime::PostprocessOptions& post) {
   std::string text = runtime::postprocess(p.out.text, post);
   if (format != "json") {
@@ -294,13 +272,30 @@ std::string trim_end(std::string s) {
   return s;
 }
 
+// The options that change what a page file holds (not --concurrency, --retries, --threads,
+// --timeout, nor secrets such as --api-key or --password). Values as given on the command line.
+json run_options(const Args& a, const std::string& format, const runtime::PostprocessOptions& post) {
+  json o = {{"backend", a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server")},
+            {"format", format},
+            {"fix_dollars", post.fix_dollars},
+            {"tables_to_markdown", post.tables_to_markdown}};
+  for (const char* k : {"max-tokens", "temperature", "top-p", "top-k", "seed", "dpi", "model-name", "max-model-len",
+                        "dtype", "backend", "device", "chat-template", "image-align"}) {
+    std::string key = k;
+    for (char& c : key) c = c == '-' ? '_' : c;
+    o[key] = a.has(k) ? json(a.get(k)) : json(nullptr);
+  }
+  return o;
+}
+
 }  // namespace
 
 int cmd_ocr(int argc, char** argv) {
   Args a("ocr INPUT...",
          "OCR documents (PDFs, multi-page TIFFs, images; files, globs or directories) into Markdown:\n"
          "OUTDIR/<name>/page-0001.md per page, OUTDIR/<name>.md per document, OUTDIR/manifest.json.\n"
-         "A rerun skips pages whose file exists (resume). Exit code 0 only if every page succeeded.");
+         "A rerun with the same options skips the pages done before (resume); other options redo them.\n"
+         "Exit code 0 only if every page succeeded.");
   a.option("output", "output directory (default ocr-out); also -o", "OUTDIR");
   a.option("pages", "page selection for every document, e.g. 1,3-5,10- (default all)", "RANGE");
   add_model_options(a);
@@ -367,8 +362,16 @@ int cmd_ocr(int argc, char** argv) {
   const std::vector<std::string> inputs = expand_inputs(input_args);
   if (inputs.empty()) fail(ErrorKind::kInvalidArgument, "no documents found in the inputs");
   fs::create_directories(outdir);
+  const std::string manifest_path = (fs::path(outdir) / "manifest.json").string();
+  ManifestHead head;
+  head.options = run_options(a, format, post);
+  head.backend = a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server");
+  head.format = format;
+  const PreviousRun prev = read_previous_run(manifest_path, head.options);
+  if (!prev.why_not.empty())
+    LOCR_WARN("ocr: not resuming from ", manifest_path, ": ", prev.why_not, "; every page is done again");
 
-  // Open every document and list its pages; pages with a file already are done (resume).
+  // Open every document and list its pages; pages the earlier run recorded done are kept (resume).
   std::vector<DocJob> docs(inputs.size());
   std::vector<std::pair<int, int>> work;  // (doc, page index)
   int total = 0, skipped = 0;
@@ -392,8 +395,7 @@ int cmd_ocr(int argc, char** argv) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "page-%04d.%s", pg, format.c_str());
         pj.file = (fs::path(dj.name) / buf).string();
-        if (fs::exists(fs::path(outdir) / pj.file)) {
-          pj.status = "skipped";
+        if (restore_page(prev, dj.source, (fs::path(outdir) / pj.file).string(), pj)) {
           ++skipped;
         } else {
           work.emplace_back(static_cast<int>(d), static_cast<int>(dj.pages.size()));
@@ -406,6 +408,12 @@ int cmd_ocr(int argc, char** argv) {
       LOCR_WARN("ocr: ", inputs[d], ": ", e.what());
     }
   }
+
+  head.pages_total = total;
+  head.pages_skipped = skipped;
+  // The manifest exists from the start (all pages pending), so even a run killed while the model
+  // loads leaves one.
+  io::write_file_atomic(manifest_path, manifest_json(docs, head).dump(2) + "\n");
 
   std::unique_ptr<Backend> backend;
   if (!work.empty()) {
@@ -433,7 +441,8 @@ int cmd_ocr(int argc, char** argv) {
       const size_t k = next.fetch_add(1);
       if (k >= work.size()) return;
       DocJob& dj = docs[work[k].first];
-      PageJob& pj = dj.pages[work[k].second];
+      // Worked on as a copy; published under `mu`, where the manifest writer reads the pages.
+      PageJob pj = dj.pages[work[k].second];
       const auto ts = Clock::now();
       for (;;) {
         ++pj.attempts;
@@ -449,6 +458,9 @@ int cmd_ocr(int argc, char** argv) {
           pj.error = e.what();
           if (pj.attempts > retries) {
             pj.status = "failed";
+            // A file there is from another run (other options, or unrecorded): not this page's.
+            std::error_code ec;
+            fs::remove(fs::path(outdir) / pj.file, ec);
             break;
           }
           LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed (attempt ", pj.attempts, "): ", e.what(), "; retrying");
@@ -459,6 +471,15 @@ int cmd_ocr(int argc, char** argv) {
       if (pj.status == "failed") {
         ++failed;
         LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed: ", pj.error);
+      }
+      dj.pages[work[k].second] = std::move(pj);
+      head.pages_done = done - failed;
+      head.pages_failed = failed;
+      head.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      try {
+        io::write_file_atomic(manifest_path, manifest_json(docs, head).dump(2) + "\n");
+      } catch (const std::exception& e) {
+        LOCR_WARN("ocr: cannot update ", manifest_path, ": ", e.what());
       }
       redraw();
     }
@@ -474,27 +495,14 @@ int cmd_ocr(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
 
   // Documents whose pages are all there (this run or an earlier one) get their joined file.
-  json jdocs = json::array(), failures = json::array();
   int doc_failures = 0;
   for (DocJob& dj : docs) {
-    json pages = json::array();
     bool complete = dj.error.empty();
+    doc_failures += !dj.error.empty();
     std::string joined;
     json jpages = json::array();
     for (const PageJob& pj : dj.pages) {
-      json p = {{"page", pj.page}, {"file", pj.file}, {"status", pj.status}, {"attempts", pj.attempts}};
-      if (pj.status == "ok") {
-        p["seconds"] = pj.seconds;
-        p["finish_reason"] = pj.out.finish_reason;
-        p["prompt_tokens"] = pj.out.prompt_tokens;
-        p["completion_tokens"] = pj.out.completion_tokens;
-      }
-      if (pj.status == "failed") {
-        p["error"] = pj.error;
-        failures.push_back({{"source", dj.source}, {"page", pj.page}, {"error", pj.error}});
-        complete = false;
-      }
-      pages.push_back(std::move(p));
+      if (pj.status == "failed") complete = false;
       if (!complete) continue;
       const std::string text = io::read_file((fs::path(outdir) / pj.file).string());
       if (format == "json") {
@@ -504,38 +512,24 @@ int cmd_ocr(int argc, char** argv) {
         joined += trim_end(text);
       }
     }
-    if (!dj.error.empty()) {
-      ++doc_failures;
-      failures.push_back({{"source", dj.source}, {"page", nullptr}, {"error", dj.error}});
-    }
     if (complete) {
       dj.output = dj.name + "." + format;
       const std::string content =
           format == "json" ? json({{"source", dj.source}, {"pages", jpages}}).dump(2) + "\n" : joined + "\n";
       io::write_file_atomic((fs::path(outdir) / dj.output).string(), content);
+    } else if (dj.error.empty()) {
+      // An incomplete document has no document file, not one left by an earlier run.
+      std::error_code ec;
+      fs::remove(fs::path(outdir) / (dj.name + "." + format), ec);
     }
-    jdocs.push_back({{"source", dj.source},
-                     {"name", dj.name},
-                     {"format", dj.format},
-                     {"page_count", dj.page_count},
-                     {"output", dj.output.empty() ? json(nullptr) : json(dj.output)},
-                     {"error", dj.error.empty() ? json(nullptr) : json(dj.error)},
-                     {"pages", std::move(pages)}});
   }
   const int ok = done - failed;
-  json manifest = {{"format", format},
-                   {"pages_total", total},
-                   {"pages_done", ok},
-                   {"pages_skipped", skipped},
-                   {"pages_failed", failed},
-                   {"documents_failed", doc_failures},
-                   {"elapsed_s", elapsed},
-                   {"pages_per_s", elapsed > 0 ? ok / elapsed : 0.0},
-                   {"documents", std::move(jdocs)},
-                   {"failures", std::move(failures)}};
-  manifest["backend"] = a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server");
-  io::write_file_atomic((fs::path(outdir) / "manifest.json").string(), manifest.dump(2) + "\n");
-  LOCR_INFO("ocr: ", ok, " page(s) done, ", skipped, " skipped (already present), ", failed, " failed, ", doc_failures,
+  head.pages_done = ok;
+  head.pages_failed = failed;
+  head.elapsed_s = elapsed;
+  head.complete = true;
+  io::write_file_atomic(manifest_path, manifest_json(docs, head).dump(2) + "\n");
+  LOCR_INFO("ocr: ", ok, " page(s) done, ", skipped, " skipped (done by an earlier run), ", failed, " failed, ", doc_failures,
             " document(s) not opened; ", elapsed, " s; manifest ", (fs::path(outdir) / "manifest.json").string());
   return failed == 0 && doc_failures == 0 ? 0 : 1;
 }

@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "server/auth.h"
 #include "server/http_server.h"
 #include "server/memory_plan.h"
 #include "server/server_context.h"
@@ -109,7 +110,8 @@ void declare(Args& a) {
   a.option("host", "address to listen on (default 0.0.0.0)", "ADDR");
   a.option("port", "port to listen on (default 8000; 0 picks a free one)", "N");
   a.repeated("served-model-name", "name(s) clients use in 'model' (default: MODEL as given)", "NAME");
-  a.option("api-key", "require 'Authorization: Bearer KEY' on /v1 endpoints", "KEY");
+  a.option("api-key", "require 'Authorization: Bearer KEY' on the API routes (/v1/*, /tokenize, /detokenize); "
+           "default: $VLLM_API_KEY", "KEY");
   a.option("max-num-seqs", "sequences decoded together (default 32)", "N");
   a.option("max-num-batched-tokens", "tokens per engine step (default 4096)", "N");
   a.option("max-model-len", "prompt + output token limit (default: the model's max_position_embeddings)", "N");
@@ -270,7 +272,10 @@ int cmd_serve(int argc, char** argv) {
   if (so.served_model_names.empty()) so.served_model_names.push_back(dir);
   so.model_path = dir;
   so.version = LOCR_VERSION_STRING;
-  so.api_key = a.get("api-key");
+  so.api_key = server::resolve_api_key(a.has("api-key") ? std::optional<std::string>(a.get("api-key")) : std::nullopt);
+  if (!so.api_key.empty())
+    LOCR_INFO("serve: API key required on /v1/*, /tokenize and /detokenize (from ",
+              a.has("api-key") ? "--api-key" : "VLLM_API_KEY", ")");
   if (a.has("limit-mm-per-prompt")) so.limit_images = image_limit(a.get("limit-mm-per-prompt"));
   so.allowed_local_media_path = a.get("allowed-local-media-path");
   if (!so.allowed_local_media_path.empty() && !std::filesystem::is_directory(so.allowed_local_media_path))

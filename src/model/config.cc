@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include "core/error.h"
+#include "model/config_check.h"
 #include "io/file.h"
 
 namespace locr::model {
@@ -55,10 +56,6 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   if (t.contains("rope_parameters") && t["rope_parameters"].is_object()) {
     const json& rp = t["rope_parameters"];
     read_field(rp, "rope_theta", &tc.rope_theta, tw + " rope_parameters");
-    std::string rope_type = "default";
-    read_field(rp, "rope_type", &rope_type, tw + " rope_parameters");
-    if (rope_type != "default")
-      fail(ErrorKind::kUnsupported, tw, ": rope_type '", rope_type, "' is not supported (only \"default\")");
   }
   read_field(t, "max_position_embeddings", &tc.max_position_embeddings, tw);
   read_field(t, "tie_word_embeddings", &tc.tie_word_embeddings, tw);
@@ -73,6 +70,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     fail(ErrorKind::kInvalidArgument, tw, ": num_attention_heads (", tc.num_attention_heads,
          ") is not a multiple of num_key_value_heads (", tc.num_key_value_heads, ")");
   if (tc.head_dim % 2 != 0) fail(ErrorKind::kInvalidArgument, tw, ": head_dim must be even for RoPE");
+  check_text_config_keys(t, tc.num_hidden_layers, tw);
 
   const json& v = j["vision_config"];
   const std::string vw = source + " vision_config";
@@ -96,6 +94,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
     require_positive(val, k, vw);
   if (vc.head_dim % 4 != 0) fail(ErrorKind::kInvalidArgument, vw, ": head_dim must be a multiple of 4 for 2-D RoPE");
   if (vc.num_channels != 3) fail(ErrorKind::kUnsupported, vw, ": num_channels must be 3, got ", vc.num_channels);
+  check_vision_config_keys(v, vw);
 
   // image_token_id (hub / vLLM form) or image_token_index (transformers and the 0.9B variants).
   if (j.contains("image_token_id")) read_field(j, "image_token_id", &c.image_token_id, source);
@@ -104,6 +103,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   read_field(j, "projector_hidden_act", &c.projector_hidden_act, source);
   read_field(j, "multimodal_projector_bias", &c.multimodal_projector_bias, source);
   c.projector_norm_eps = tc.rms_norm_eps;
+  check_top_config_keys(j, source);
   if (c.projector_hidden_act != "gelu")
     fail(ErrorKind::kUnsupported, source, ": projector_hidden_act '", c.projector_hidden_act, "' (only \"gelu\")");
   if (c.spatial_merge_size != 2) fail(ErrorKind::kUnsupported, source, ": spatial_merge_size must be 2");

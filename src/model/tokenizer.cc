@@ -271,14 +271,15 @@ class BpeTokenizer final : public Tokenizer {
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const override {
     std::string bytes;
     for (int32_t id : ids) {
-      const IdInfo& info = info_of(id);
+      if (!has_id(id)) continue;  // no token: an empty piece, as in `tokenizers`
+      const IdInfo& info = ids_[id];
       if (skip_special && info.skip_special) continue;
       bytes += info.bytes;
     }
     return unicode::utf8_lossy(bytes);
   }
 
-  std::string token_bytes(int32_t id) const override { return info_of(id).bytes; }
+  std::string token_bytes(int32_t id) const override { return has_id(id) ? ids_[id].bytes : std::string(); }
 
   bool has_id(int32_t id) const override { return id >= 0 && id < vocab_size() && ids_[id].known; }
 
@@ -295,13 +296,6 @@ class BpeTokenizer final : public Tokenizer {
   int32_t vocab_size() const override { return static_cast<int32_t>(ids_.size()); }
 
  private:
-  const IdInfo& info_of(int32_t id) const {
-    if (id < 0 || id >= vocab_size() || !ids_[id].known)
-      fail(ErrorKind::kInvalidArgument, "token id ", id, " is not in the vocabulary (ids run from 0 to ",
-           vocab_size() - 1, ")");
-    return ids_[id];
-  }
-
   // Pre-tokenizes one normalised piece and BPE-encodes its words.
   void encode_piece(std::string_view piece, std::vector<int32_t>* ids) const {
     if (piece.empty()) return;

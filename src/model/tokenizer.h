@@ -26,12 +26,14 @@ class Tokenizer {
   // text is not valid UTF-8.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   // Ids -> UTF-8 text. skip_special drops special added tokens. Invalid UTF-8 from partial byte
-  // sequences is replaced with U+FFFD, as `tokenizers` does. Unlike `tokenizers`, which silently
-  // skips them, an id outside the vocabulary throws locr::Error (kInvalidArgument), as does
-  // token_bytes().
+  // sequences is replaced with U+FFFD, as `tokenizers` does. An id that names no token (the
+  // padding rows of the embedding, a hole in the id space, anything out of range) is an empty
+  // piece, as `tokenizers` skips ids it has no token for; callers that must refuse ids outside
+  // the model's vocabulary check the range themselves.
   virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const = 0;
   // Raw bytes of one token (byte-level decoded, special tokens as their content). Used by
-  // incremental detokenisation, which must hold back incomplete UTF-8 itself.
+  // incremental detokenisation, which must hold back incomplete UTF-8 itself. Empty for an id
+  // that names no token.
   virtual std::string token_bytes(int32_t id) const = 0;
   virtual bool is_special(int32_t id) const = 0;
   // Whether `id` names a token. A model's embedding table is often padded past the tokenizer

@@ -1,5 +1,8 @@
 #include "model/weights.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "core/error.h"
 
 namespace locr::model {
@@ -10,7 +13,7 @@ class Binder {
  public:
   explicit Binder(const io::SafetensorsSet& st) : st_(st) {}
 
-  Matrix get(const std::string& name, std::vector<int64_t> shape) const {
+  Matrix get(const std::string& name, std::vector<int64_t> shape) {
     if (!st_.has(name))
       fail(ErrorKind::kNotFound, "checkpoint is missing tensor '", name, "' (expected shape ", shape_to_string(shape),
            "); is this a LightOnOCR-2 checkpoint, complete and unmodified?");
@@ -25,13 +28,32 @@ class Binder {
       fail(ErrorKind::kUnsupported, "tensor '", name, "' has dtype ", dtype_name(info.dtype),
            "; supported weight dtypes are BF16, F16 and F32");
     Matrix m = Matrix::from_tensor(st_.get(name).reshape(shape.size() == 1 ? std::vector<int64_t>{shape[0]} : shape));
+    used_.insert(name);
     return m;
   }
-  Matrix vec(const std::string& name, int64_t n) const { return get(name, {n}); }
+  Matrix vec(const std::string& name, int64_t n) { return get(name, {n}); }
   bool has(const std::string& name) const { return st_.has(name); }
+
+  // A tensor that no code reads would be silently ignored (a bias, an extra layer or norm of an
+  // architecture variant): the model would not compute what the checkpoint describes.
+  void check_all_used() const {
+    std::vector<std::string> unused;
+    for (const std::string& n : st_.names())
+      if (!used_.count(n)) unused.push_back(n);
+    if (unused.empty()) return;
+    std::sort(unused.begin(), unused.end());
+    std::string list;
+    for (size_t i = 0; i < unused.size() && i < 8; ++i)
+      list += (i ? ", '" : "'") + unused[i] + "' " + shape_to_string(st_.info(unused[i]).shape);
+    if (unused.size() > 8) list += ", ...";
+    fail(ErrorKind::kUnsupported, "checkpoint tensor", unused.size() > 1 ? "s " : " ", list, " (", unused.size(),
+         " in all) ", unused.size() > 1 ? "are" : "is", " not read by locr: a LightOnOCR-2 checkpoint has no such "
+         "tensor, and ignoring it would compute something else than the checkpoint describes");
+  }
 
  private:
   const io::SafetensorsSet& st_;
+  std::unordered_set<std::string> used_;
 };
 
 }  // namespace
@@ -109,6 +131,7 @@ ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg) 
   w.projector.merging_layer = b.get(pp + "patch_merger.merging_layer.weight", {V, V * m2});
   w.projector.linear_1 = b.get(pp + "linear_1.weight", {H, V});
   w.projector.linear_2 = b.get(pp + "linear_2.weight", {H, H});
+  b.check_all_used();
   return w;
 }
 

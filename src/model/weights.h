@@ -65,7 +65,8 @@ struct ModelWeights {
 };
 
 // Binds and shape-checks every tensor. Throws Error(kNotFound) naming a missing tensor and
-// Error(kInvalidArgument) naming a wrong shape, with the expected shape in both cases.
+// Error(kInvalidArgument) naming a wrong shape, with the expected shape in both cases, and
+// Error(kUnsupported) naming every checkpoint tensor that no code reads (never ignored).
 ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg);
 
 }  // namespace locr::model

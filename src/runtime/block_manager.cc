@@ -11,28 +11,10 @@ BlockManager::BlockManager(int64_t n_blocks, int block_size, bool prefix_caching
   for (int64_t i = n_blocks - 1; i >= 0; --i) free_.push_back(static_cast<int32_t>(i));
 }
 
-uint64_t BlockManager::chain_hash(uint64_t parent, const int32_t* tokens, int n, uint64_t extra) {
-  // FNV-1a over the parent hash, the extra key and the token ids, then a final avalanche.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(parent);
-  mix(extra);
-  for (int i = 0; i < n; ++i) mix(static_cast<uint32_t>(tokens[i]));
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
-
-int64_t BlockManager::reuse_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& table) {
+int64_t BlockManager::reuse_prefix(const std::vector<BlockHash>& hashes, std::vector<int32_t>& table) {
   if (!prefix_caching_) return 0;
   int64_t n = 0;
-  for (uint64_t h : hashes) {
+  for (const BlockHash& h : hashes) {
     ++prefix_queries_;
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
@@ -64,7 +46,7 @@ int32_t BlockManager::allocate() {
   return id;
 }
 
-void BlockManager::publish(int32_t block, uint64_t hash) {
+void BlockManager::publish(int32_t block, const BlockHash& hash) {
   if (!prefix_caching_) return;
   Block& b = blocks_[block];
   if (b.cached) return;

@@ -1,16 +1,18 @@
 // Paged KV cache bookkeeping (no tensor data here): fixed-size blocks, a block table per
-// sequence, reference counts, and prefix caching of full blocks by content hash.
+// sequence, reference counts, and prefix caching of full blocks by content key.
 //
-// A full block's hash chains its parent's hash with its token ids (and an extra key for image
-// content), so equal prefixes map to equal block chains. Freed blocks that hold a cached prefix
-// stay findable until the allocator needs them (LRU eviction). Not thread-safe: owned by the
-// engine thread.
+// A full block's key is a SHA-256 chained over its parent's key, its token ids and the digests of
+// the images in it (runtime/block_hash.h), so equal prefixes map to equal block chains and
+// different ones never meet. Freed blocks that hold a cached prefix stay findable until the
+// allocator needs them (LRU eviction). Not thread-safe: owned by the engine thread.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <unordered_map>
 #include <vector>
+
+#include "runtime/block_hash.h"
 
 namespace locr::runtime {
 
@@ -30,26 +32,23 @@ class BlockManager {
   // Looks up the longest cached prefix of full blocks for `hashes` (one per full block of the
   // prompt). Takes a reference on each hit block and appends it to `table`. Returns the number
   // of blocks reused.
-  int64_t reuse_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& table);
+  int64_t reuse_prefix(const std::vector<BlockHash>& hashes, std::vector<int32_t>& table);
 
   // Allocates one block (fresh or evicting the least recently freed cached block). Returns -1 if
   // none is available.
   int32_t allocate();
   // Marks a full block as holding content `hash` so later requests can reuse it.
-  void publish(int32_t block, uint64_t hash);
+  void publish(int32_t block, const BlockHash& hash);
   // Drops one reference to each block of `table`.
   void release(const std::vector<int32_t>& table);
 
   uint64_t prefix_hits() const { return prefix_hits_; }
   uint64_t prefix_queries() const { return prefix_queries_; }
 
-  // hash(parent, tokens[begin, begin + block_size)) with an extra key (e.g. image content).
-  static uint64_t chain_hash(uint64_t parent, const int32_t* tokens, int n, uint64_t extra);
-
  private:
   struct Block {
     int ref = 0;
-    uint64_t hash = 0;
+    BlockHash hash{};
     bool cached = false;
     std::list<int32_t>::iterator lru;
   };
@@ -59,7 +58,7 @@ class BlockManager {
   std::vector<Block> blocks_;
   std::vector<int32_t> free_;                    // never-used or uncached free blocks
   std::list<int32_t> evictable_;                 // free but cached, least recently freed first
-  std::unordered_map<uint64_t, int32_t> by_hash_;
+  std::unordered_map<BlockHash, int32_t, BlockHashHasher> by_hash_;
   uint64_t prefix_hits_ = 0, prefix_queries_ = 0;
 };
 

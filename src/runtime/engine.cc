@@ -21,7 +21,8 @@ struct Engine::Seq {
   size_t n_prompt = 0;
   std::vector<int32_t> table;   // KV block table
   int64_t n_computed = 0;       // tokens whose KV is in the cache
-  std::vector<uint64_t> block_hashes;  // content hashes of the prompt's full blocks
+  std::vector<BlockHash> block_hashes;  // content keys of the prompt's full blocks
+  bool hashed = false;                 // block_hashes computed (once: image digests are not cheap)
   int64_t n_published = 0;
   // Vision.
   std::unique_ptr<model::VisionJob> vision;
@@ -62,16 +63,6 @@ model::ExecutorOptions executor_options(const EngineOptions& o) {
   return e;
 }
 
-uint64_t hash_images(const std::vector<model::ProcessedImage>& images) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (const auto& im : images) {
-    h ^= static_cast<uint64_t>(im.height) * 1000003u + static_cast<uint64_t>(im.width);
-    const auto* p = reinterpret_cast<const uint32_t*>(im.pixels.data());
-    for (size_t i = 0; i < im.pixels.size(); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-    for (uint8_t v : im.rgb) h = (h ^ v) * 0x100000001b3ull;
-  }
-  return h;
-}
 }  // namespace
 
 Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
@@ -101,6 +92,9 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
   s->loop_guard = std::make_unique<LoopGuard>(in.loop_guard);
   s->t_submit = Clock::now();
   s->in = std::move(in);
+  // Content keys on the caller's thread: an image digest (SHA-256 of its pixels, some 30 ms for a
+  // 1540 px page) must not stall the engine thread. block_size and prefix_caching never change.
+  if (blocks_.prefix_caching()) hash_blocks(*s);
   auto stream = s->stream;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -190,19 +184,24 @@ void Engine::preempt(Seq& s) {
   LOCR_DEBUG("preempted request ", s.in.request_id, " at ", s.tokens.size(), " tokens");
 }
 
+void Engine::hash_blocks(Seq& s) const {
+  s.hashed = true;
+  std::vector<BlockHash> digests;
+  std::vector<int64_t> n_tokens;
+  for (const auto& im : s.in.images) {
+    digests.push_back(image_digest(im));
+    n_tokens.push_back(im.n_image_tokens(model_.config().spatial_merge_size));
+  }
+  s.block_hashes = prompt_block_hashes(s.in.prompt_ids, blocks_.block_size(), model_.config().image_token_id, digests,
+                                       n_tokens);
+}
+
 void Engine::admit_prefix(Seq& s) {
   if (!blocks_.prefix_caching() || s.n_computed != 0 || !s.table.empty()) return;
   const int bs = blocks_.block_size();
-  if (s.block_hashes.empty()) {
-    const uint64_t extra = s.in.images.empty() ? 0 : hash_images(s.in.images);
-    uint64_t parent = 0;
-    for (size_t b = 0; (b + 1) * bs <= s.n_prompt; ++b) {
-      parent = BlockManager::chain_hash(parent, s.tokens.data() + b * bs, bs, extra);
-      s.block_hashes.push_back(parent);
-    }
-  }
+  if (!s.hashed) hash_blocks(s);
   // Always leave at least one prompt token to compute, so the step yields logits.
-  std::vector<uint64_t> usable(s.block_hashes.begin(),
+  std::vector<BlockHash> usable(s.block_hashes.begin(),
                                s.block_hashes.begin() + std::min<size_t>(s.block_hashes.size(), (s.n_prompt - 1) / bs));
   const int64_t reused = blocks_.reuse_prefix(usable, s.table);
   s.n_computed = reused * bs;

@@ -63,6 +63,7 @@ class Engine {
   void finish(Seq& s, const std::string& reason, const std::string& stop_reason = "");
   bool ensure_blocks(Seq& s, int64_t n_tokens);
   void preempt(Seq& s);
+  void hash_blocks(Seq& s) const;  // content keys of the prompt's full blocks (prefix cache)
   void admit_prefix(Seq& s);
   void publish_blocks(Seq& s);
   void run_vision(Seq& s, int64_t budget);

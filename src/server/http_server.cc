@@ -14,6 +14,7 @@
 #include <httplib.h>
 
 #include "core/log.h"
+#include "server/auth.h"
 #include "server/errors.h"
 #include "server/handlers.h"
 #include "server/http_connection.h"
@@ -256,12 +257,13 @@ void HttpServer::install_routes() {
   });
 
   using Fn = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
-  // Every API handler: API key (on /v1 paths, as vLLM), refusal while draining, and errors as
-  // OpenAI JSON. A failing request only ever affects itself.
+  // Every API handler: API key (all API routes; server/auth.h), refusal while draining, and errors
+  // as OpenAI JSON. A failing request only ever affects itself.
   auto api = [&ctx](Fn fn, bool generation) {
     return [&ctx, fn, generation](const httplib::Request& req, httplib::Response& res) {
       const std::string& key = ctx.opts().api_key;
-      if (!key.empty() && req.path.rfind("/v1", 0) == 0 && req.get_header_value("Authorization") != "Bearer " + key) {
+      if (!key.empty() && !api_key_matches(req.get_header_value("Authorization"), key)) {
+        res.set_header("WWW-Authenticate", "Bearer");
         send_json(res, error_body(401, "Unauthorized: a valid API key is required (Authorization: Bearer KEY)"), 401);
         return;
       }

@@ -1,5 +1,7 @@
 #include "server/media.h"
 
+#include <sys/stat.h>
+
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -55,20 +57,32 @@ std::string read_data_url(const std::string& url) {
   return std::move(*bytes);
 }
 
+// file:///absolute/path or file://localhost/absolute/path (RFC 8089). Any other host is refused,
+// never read as a path relative to the server's working directory. Every way a file can fail to
+// qualify (missing, outside the allowed directory, not a regular file, unreadable) gets the same
+// message, so an error never tells whether a path exists outside --allowed-local-media-path.
 std::string read_local_file(const std::string& url, const ServerOptions& opts) {
   if (opts.allowed_local_media_path.empty())
     bad_request("file:// image URLs are disabled; start the server with --allowed-local-media-path DIR");
-  std::string path = percent_decode(url.substr(7));
-  if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
+  const std::string rest = url.substr(7);
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos) bad_request("malformed file:// URL (use file:///absolute/path)");
+  const std::string host = lower(rest.substr(0, slash));
+  if (!host.empty() && host != "localhost")
+    bad_request(str("file:// URLs with a host ('", rest.substr(0, slash),
+                    "') are not supported; use file:///absolute/path (a file on this server)"));
+  const std::string path = percent_decode(rest.substr(slash));
+  const std::string refused =
+      str("local image '", path, "' is not a readable file under --allowed-local-media-path");
   char real[PATH_MAX], root[PATH_MAX];
   if (!::realpath(opts.allowed_local_media_path.c_str(), root))
     bad_request("the allowed local media path does not exist");
-  if (!::realpath(path.c_str(), real)) bad_request(str("cannot open local image '", path, "'"));
+  if (path.find('\0') != std::string::npos || !::realpath(path.c_str(), real)) bad_request(refused);
   const std::string r = real, base = std::string(root) + (std::string(root) == "/" ? "" : "/");
-  if (r.rfind(base, 0) != 0)
-    bad_request(str("local image '", path, "' is outside --allowed-local-media-path"));
+  struct stat st {};
+  if (r.rfind(base, 0) != 0 || ::stat(r.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) bad_request(refused);
   std::ifstream f(r, std::ios::binary);
-  if (!f) bad_request(str("cannot read local image '", path, "'"));
+  if (!f) bad_request(refused);
   std::string bytes;
   char buf[65536];
   while (f.read(buf, sizeof buf) || f.gcount() > 0) {
@@ -76,6 +90,7 @@ std::string read_local_file(const std::string& url, const ServerOptions& opts) {
     if (static_cast<int64_t>(bytes.size()) > opts.max_image_bytes)
       bad_request(str("local image '", path, "' is larger than ", opts.max_image_bytes, " bytes"));
   }
+  if (f.bad()) bad_request(refused);
   return bytes;
 }
 

@@ -48,13 +48,14 @@ def locr_bin():
 class Server:
     """A `locr serve` child process; its stderr is collected in `self.log`."""
 
-    def __init__(self, *flags, model=MODEL, host="127.0.0.1"):
+    def __init__(self, *flags, model=MODEL, host="127.0.0.1", env=None):
         args = [locr_bin(), "serve", str(model), *flags]
         if "--port" not in flags:
             args += ["--port", "0"]
         if "--host" not in flags:
             args += ["--host", host]
-        env = dict(os.environ, LOCR_LOG_LEVEL="info")
+        # A VLLM_API_KEY of the caller's shell would turn authentication on: only `env` sets it.
+        env = dict({k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}, LOCR_LOG_LEVEL="info", **(env or {}))
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
                                      encoding="utf-8", errors="replace")
         self.lines = []

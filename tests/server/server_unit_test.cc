@@ -1,5 +1,13 @@
-// Unit tests of the server's pure pieces: stop-string hold-back, base64, size parsing, error bodies.
+// Unit tests of the server's pure pieces: stop-string hold-back, base64, API keys, local media
+// URLs, size parsing, error bodies.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "server/auth.h"
 
 #include <atomic>
 #include <chrono>
@@ -112,6 +120,70 @@ TEST(Base64, StandardUrlSafeAndPadding) {
   EXPECT_FALSE(base64_decode("aGVs bG8="));
   EXPECT_FALSE(base64_decode("a"));
   EXPECT_FALSE(base64_decode("@@@@"));
+}
+
+TEST(ApiKey, BearerSchemeAndExactKey) {
+  EXPECT_TRUE(api_key_matches("Bearer sk-1", "sk-1"));
+  EXPECT_TRUE(api_key_matches("bearer sk-1", "sk-1"));  // the scheme is case-insensitive (vLLM)
+  EXPECT_FALSE(api_key_matches("Bearer sk-2", "sk-1"));
+  EXPECT_FALSE(api_key_matches("Bearer sk-1x", "sk-1"));
+  EXPECT_FALSE(api_key_matches("Bearer sk-", "sk-1"));  // a prefix of the key is not the key
+  EXPECT_FALSE(api_key_matches("Basic sk-1", "sk-1"));
+  EXPECT_FALSE(api_key_matches("sk-1", "sk-1"));
+  EXPECT_FALSE(api_key_matches("", "sk-1"));
+}
+
+TEST(ApiKey, FlagWinsOverVllmApiKeyEnvironment) {
+  ::unsetenv("VLLM_API_KEY");
+  EXPECT_EQ(resolve_api_key(std::nullopt), "");
+  ::setenv("VLLM_API_KEY", "from-env", 1);
+  EXPECT_EQ(resolve_api_key(std::nullopt), "from-env");
+  EXPECT_EQ(resolve_api_key(std::string("from-flag")), "from-flag");
+  ::unsetenv("VLLM_API_KEY");
+}
+
+// Runs fetch_image_bytes and returns the ApiError message ("" if it succeeded).
+std::string media_error(const std::string& url, const ServerOptions& o) {
+  try {
+    fetch_image_bytes(url, o);
+    return "";
+  } catch (const ApiError& e) {
+    return e.what();
+  }
+}
+
+TEST(LocalMedia, FileUrlWithAHostIsRefusedNotReadAsARelativePath) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("locr-media-" + std::to_string(::getpid()));
+  fs::create_directories(root / "host");
+  std::ofstream(root / "host" / "x.png") << "bytes";
+  ServerOptions o;
+  o.allowed_local_media_path = root.string();
+  const fs::path cwd = fs::current_path();
+  fs::current_path(root);  // "host/x.png" relative to here is a file under the allowed directory
+  const std::string err = media_error("file://host/x.png", o);
+  fs::current_path(cwd);
+  EXPECT_NE(err.find("with a host ('host')"), std::string::npos) << err;
+  EXPECT_EQ(media_error("file://localhost" + (root / "host" / "x.png").string(), o), "");
+  EXPECT_EQ(media_error("file://" + (root / "host" / "x.png").string(), o), "");
+  fs::remove_all(root);
+}
+
+TEST(LocalMedia, ErrorsNeverRevealWhetherAFileExists) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("locr-media2-" + std::to_string(::getpid()));
+  fs::create_directories(root / "sub");
+  ServerOptions o;
+  o.allowed_local_media_path = root.string();
+  auto refused = [](const std::string& path) {
+    return "local image '" + path + "' is not a readable file under --allowed-local-media-path";
+  };
+  // Exists outside, missing outside, missing inside, a directory inside: one message shape.
+  for (const std::string& p : {std::string("/etc/passwd"), std::string("/nonexistent-locr/x.png"),
+                              (root / "missing.png").string(), (root / "sub").string(),
+                              (root / "sub" / ".." / ".." / "etc-passwd-nope").string()})
+    EXPECT_EQ(media_error("file://" + p, o), refused(p)) << p;
+  fs::remove_all(root);
 }
 
 TEST(ParseSize, Units) {

@@ -84,6 +84,19 @@ def test_tokenize_detokenize_roundtrip(server):
     assert server.post("/detokenize", {"tokens": tok["tokens"]}).json()["prompt"] == "The quick brown fox"
 
 
+def test_detokenize_embedding_rows_without_a_token(server):
+    """Ids past the tokenizer but inside the embedding table (the tiny model: tokenizer ids 0..725,
+    768 rows; the real one: 151669..151935) are empty pieces, as `tokenizers` decodes them."""
+    tok = server.post("/tokenize", {"prompt": "The quick brown fox"}).json()["tokens"]
+    r = server.post("/detokenize", {"tokens": [730] + tok[:2] + [767, 726] + tok[2:]})
+    assert r.status_code == 200, r.text
+    assert r.json()["prompt"] == "The quick brown fox"
+    assert server.post("/detokenize", {"tokens": [767]}).json()["prompt"] == ""
+    # Past the embedding table is still out of range.
+    r = server.post("/detokenize", {"tokens": [768]})
+    assert r.status_code == 400 and "out of range [0, 768)" in r.json()["error"]["message"]
+
+
 def test_completions_list_of_prompts_and_n(server):
     r = server.post("/v1/completions", {"prompt": ["one", "two"], "n": 2, **greedy(max_tokens=3)}).json()
     assert [c["index"] for c in r["choices"]] == [0, 1, 2, 3]

@@ -1,5 +1,6 @@
 """Every client error comes back in OpenAI's shape with the right status, and never disturbs others."""
 import base64
+import os
 import struct
 import zlib
 
@@ -115,8 +116,14 @@ def test_too_many_images(server):
 def test_remote_and_local_media_rules(server):
     assert_error(server.post("/v1/chat/completions", image_message("http://example.com/page.png")), 400,
                  contains="not in --allowed-media-domains")
-    assert_error(server.post("/v1/chat/completions", image_message("file:///etc/passwd")), 400,
-                 contains="outside --allowed-local-media-path")
+    # A file outside the allowed directory and a missing one get the same answer.
+    for path in ["/etc/passwd", "/nonexistent-locr/none.png", str(IMAGES / "missing.png")]:
+        assert_error(server.post("/v1/chat/completions", image_message("file://" + path)), 400,
+                     contains=f"local image '{path}' is not a readable file under --allowed-local-media-path")
+    # file://HOST/path is refused, not read as the relative path HOST/path.
+    # (The server runs in pytest's working directory, where this relative path names a fixture image.)
+    rel = os.path.relpath(IMAGES / "gray.png")
+    assert_error(server.post("/v1/chat/completions", image_message(f"file://{rel}")), 400, contains="with a host")
     assert_error(server.post("/v1/chat/completions", image_message("ftp://x/y.png")), 400)
 
 
@@ -146,9 +153,35 @@ def test_api_key(keyed_server):
     body = chat("hi", max_tokens=2)
     assert_error(keyed_server.post("/v1/chat/completions", body), 401)
     assert_error(keyed_server.post("/v1/chat/completions", body, headers={"Authorization": "Bearer wrong"}), 401)
+    assert_error(keyed_server.post("/v1/chat/completions", body, headers={"Authorization": "Bearer sk-test-12"}), 401)
     assert_error(keyed_server.get("/v1/models"), 401)
     ok = keyed_server.post("/v1/chat/completions", body, headers={"Authorization": "Bearer sk-test-123"})
     assert ok.status_code == 200
-    # As in vLLM, only /v1 routes need the key.
-    assert keyed_server.get("/health").status_code == 200
-    assert keyed_server.get("/metrics").status_code == 200
+    assert keyed_server.post("/v1/completions", {"model": NAME, "prompt": "x", "max_tokens": 1},
+                             headers={"Authorization": "bearer sk-test-123"}).status_code == 200
+    # /tokenize (which can decode images) and /detokenize need the key too.
+    assert_error(keyed_server.post("/tokenize", {"model": NAME, "prompt": "hi"}), 401)
+    assert_error(keyed_server.post("/detokenize", {"model": NAME, "tokens": [1, 2]}), 401)
+    good = {"Authorization": "Bearer sk-test-123"}
+    assert keyed_server.post("/tokenize", {"model": NAME, "prompt": "hi"}, headers=good).status_code == 200
+    assert keyed_server.post("/detokenize", {"model": NAME, "tokens": [1, 2]}, headers=good).status_code == 200
+    # Health, liveness, version and metrics stay open.
+    for path in ["/health", "/ping", "/version", "/metrics"]:
+        assert keyed_server.get(path).status_code == 200, path
+
+
+def test_vllm_api_key_environment():
+    """VLLM_API_KEY turns authentication on as --api-key does; the flag wins when both are given."""
+    s = Server("--served-model-name", NAME, "--max-model-len", "256", env={"VLLM_API_KEY": "env-key"})
+    try:
+        assert_error(s.get("/v1/models"), 401)
+        assert s.get("/v1/models", headers={"Authorization": "Bearer env-key"}).status_code == 200
+    finally:
+        s.stop()
+    s = Server("--served-model-name", NAME, "--max-model-len", "256", "--api-key", "flag-key",
+               env={"VLLM_API_KEY": "env-key"})
+    try:
+        assert_error(s.get("/v1/models", headers={"Authorization": "Bearer env-key"}), 401)
+        assert s.get("/v1/models", headers={"Authorization": "Bearer flag-key"}).status_code == 200
+    finally:
+        s.stop()

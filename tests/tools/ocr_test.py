@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""`locr ocr` over a folder with two images and a two-page PDF: in-process (--model), an
-interrupted run resumed (killed after its first page file appeared), and --server against a real
-`locr serve`. Checks page files, document files, the manifest, and that the three ways agree.
+"""`locr ocr` over a folder with two images and a two-page PDF: in-process (--model), reruns
+under the same and under other options, an interrupted run resumed (killed once its manifest
+recorded a page), and --server against a real `locr serve`. Checks page files, document files,
+the manifest, and that the three ways agree.
 
 Usage: ocr_test.py LOCR_BIN MODEL_DIR IMAGES_DIR [--pdf required|optional]. With `required` (CTest
 passes it when the build has Poppler) a binary that cannot render the PDF fails the test; with
@@ -95,6 +96,30 @@ def main() -> int:
         m = json.loads((out1 / "manifest.json").read_text())
         check(p.returncode == 0 and m["pages_skipped"] == n_pages and m["pages_done"] == 0, "rerun skips every page")
         check(texts(out1) == ref, "rerun leaves the page files as they were")
+        check(m["complete"] is True and all(pg["status"] == "skipped" and pg["completion_tokens"] > 0
+                                            and pg["finish_reason"] in ("stop", "length")
+                                            for d in m["documents"] for pg in d["pages"]),
+              "skipped pages keep their tokens and finish_reason in the manifest")
+
+        # Rerun with other options: every page is redone under them, none kept from the first run.
+        p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out1), "--model", model,
+                            *[x if x != MAX_TOKENS else "3" for x in common]],
+                           capture_output=True, text=True, timeout=300)
+        m = json.loads((out1 / "manifest.json").read_text())
+        check(p.returncode == 0 and m["pages_skipped"] == 0 and m["pages_done"] == n_pages,
+              f"a rerun with another --max-tokens redoes every page ({m['pages_skipped']} skipped)")
+        check("options differ" in p.stderr and "max_tokens" in p.stderr, "and says why: " + p.stderr[-300:])
+        check(all(0 < pg["completion_tokens"] <= 3 for d in m["documents"] for pg in d["pages"]),
+              "every page now has at most 3 tokens")
+        check(m["options"]["max_tokens"] == "3", "the manifest records the options of the run")
+        p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out1), "--model", model, "--format", "json",
+                            *[x if x != MAX_TOKENS else "3" for x in common]],
+                           capture_output=True, text=True, timeout=300)
+        m = json.loads((out1 / "manifest.json").read_text())
+        check(p.returncode == 0 and m["pages_skipped"] == 0 and m["pages_done"] == n_pages,
+              "a rerun with another --format redoes every page")
+        check(all((out1 / pg["file"]).suffix == ".json" and json.loads((out1 / pg["file"]).read_text())["page"]
+                  for d in m["documents"] for pg in d["pages"]), "and writes its page files in that format")
 
         # 2. Kill after the first page file appears, then resume. Twenty copies of one image (and the
         # PDF) on the slow scalar backend, one page at a time, so the kill lands mid-run.
@@ -110,22 +135,42 @@ def main() -> int:
         out2 = work / "out2"
         proc = subprocess.Popen([locr, "ocr", str(many), "-o", str(out2), *slow],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def recorded_ok():
+            """Pages the manifest of the running process records done (it is replaced atomically)."""
+            try:
+                man = json.loads((out2 / "manifest.json").read_text())
+            except (OSError, ValueError):
+                return None, []
+            return man, [(d["source"], pg) for d in man["documents"] for pg in d["pages"] if pg["status"] == "ok"]
+
         deadline = time.time() + 300
-        while time.time() < deadline and not page_files(out2) and proc.poll() is None:
+        while time.time() < deadline and not recorded_ok()[1] and proc.poll() is None:
             time.sleep(0.002)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         first = page_files(out2)
-        print(f"note: killed with {len(first)} of {len(expected2)} page file(s) written")
+        killed, before = recorded_ok()
+        print(f"note: killed with {len(first)} of {len(expected2)} page file(s) written, {len(before)} recorded")
         check(1 <= len(first) < len(expected2), "the first run was killed after writing some but not all pages")
-        check(not (out2 / "manifest.json").exists(), "no manifest from the killed run")
+        check(killed is not None and killed["complete"] is False and killed["pages_total"] == len(expected2),
+              "the killed run left a valid manifest, marked incomplete")
+        check(len(before) >= 1 and all((out2 / pg["file"]).is_file() and pg["completion_tokens"] > 0 for _, pg in before),
+              "its pages recorded done have their files and token counts")
         p = subprocess.run([locr, "ocr", str(many), "-o", str(out2), *slow], capture_output=True, text=True, timeout=600)
         check(p.returncode == 0, f"resumed run succeeds (rc={p.returncode}) {p.stderr[-500:]}")
         check(page_files(out2) == expected2, f"every page exactly once after resuming: {page_files(out2)}")
         check(not list(out2.glob("**/*.tmp")), "no temporary files left")
         m = json.loads((out2 / "manifest.json").read_text())
-        check(m["pages_skipped"] >= len(first) and m["pages_skipped"] + m["pages_done"] == len(expected2),
-              f"resume skipped {m['pages_skipped']}, did {m['pages_done']}")
+        check(m["pages_skipped"] == len(before) and m["pages_skipped"] + m["pages_done"] == len(expected2),
+              f"resume skipped {m['pages_skipped']} (recorded {len(before)}), did {m['pages_done']}")
+        after = {(d["source"], pg["page"]): pg for d in m["documents"] for pg in d["pages"]}
+        check(all(after[(src, pg["page"])]["status"] == "skipped"
+                  and after[(src, pg["page"])]["completion_tokens"] == pg["completion_tokens"]
+                  and after[(src, pg["page"])]["finish_reason"] == pg["finish_reason"] for src, pg in before),
+              "pages done before the kill keep their tokens and finish_reason after the resume")
+        check(m["complete"] is True and all(pg["status"] in ("ok", "skipped") for pg in after.values()),
+              "the resumed manifest is complete")
         t2 = texts(out2)
         check(len({t2[f"p{i:02d}/page-0001.md"] for i in range(20)}) == 1,
               "pages written before and after the kill are identical (same image, greedy)")
@@ -155,6 +200,17 @@ def main() -> int:
             check(p.returncode == 1 and m["pages_failed"] == 1 and len(m["failures"]) == 1, "failed pages reported")
             check(m["documents"][0]["pages"][0]["attempts"] == 2, "failed page retried --retries times")
             check(not page_files(out4), "no page file for a failed page")
+            # A rerun under other options whose page fails leaves neither the earlier page file nor
+            # the earlier document file: nothing on disk mixes two settings.
+            out6 = work / "out6"
+            p = subprocess.run([locr, "ocr", str(inputs / "alpha.png"), "-o", str(out6), "--server", base, *common],
+                               capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0 and (out6 / "alpha.md").is_file(), "a first run into out6")
+            p = subprocess.run([locr, "ocr", str(inputs / "alpha.png"), "-o", str(out6), "--server", base,
+                                "--model-name", "nope", "--retries", "0"], capture_output=True, text=True, timeout=120)
+            m = json.loads((out6 / "manifest.json").read_text())
+            check(p.returncode == 1 and m["pages_failed"] == 1 and not page_files(out6)
+                  and not (out6 / "alpha.md").exists(), "a failed redo removes the stale page and document files")
             # A document that cannot be opened: reported, the others still done, exit code 1.
             bad = work / "bad"
             bad.mkdir()

@@ -96,6 +96,80 @@ TEST(Config, Errors) {
   expect_error(json::array(), ErrorKind::kInvalidArgument, "not a JSON object");
 }
 
+// 28 layer types, all "full_attention" but layer i.
+json full_but(int i, const char* type) {
+  json lt = json::array();
+  for (int k = 0; k < 28; ++k) lt.push_back(k == i ? type : "full_attention");
+  return lt;
+}
+
+// Each configuration that would run with other numbers than transformers is refused, naming the
+// key and its value.
+TEST(Config, RefusesWhatLocrCannotRun) {
+  struct Case {
+    const char* section;  // "text_config", "vision_config" or "" (top level)
+    const char* key;
+    json value;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"text_config", "attention_bias", true, "attention_bias = true"},
+      {"text_config", "mlp_bias", true, "mlp_bias = true"},
+      {"text_config", "hidden_act", "gelu", "hidden_act = \"gelu\""},
+      {"text_config", "hidden_act", "relu", "hidden_act = \"relu\""},
+      {"text_config", "use_sliding_window", true, "use_sliding_window = true"},
+      {"text_config", "layer_types", full_but(27, "sliding_attention"), "layer_types[27] = \"sliding_attention\""},
+      {"text_config", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}, "rope_type = \"yarn\""},
+      {"text_config", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}}, "type = \"linear\""},
+      {"text_config", "partial_rotary_factor", 0.5, "partial_rotary_factor = 0.5"},
+      {"text_config", "use_qk_norm", false, "use_qk_norm = false"},
+      {"text_config", "model_type", "qwen2", "model_type = \"qwen2\""},
+      {"text_config", "final_logit_softcapping", 30.0, "final_logit_softcapping = 30.0"},
+      {"text_config", "num_experts", 8, "num_experts = 8"},
+      {"vision_config", "hidden_act", "gelu", "hidden_act = \"gelu\""},
+      {"vision_config", "model_type", "siglip_vision_model", "model_type = \"siglip_vision_model\""},
+      {"vision_config", "rope_parameters", {{"rope_type", "dynamic"}}, "rope_type = \"dynamic\""},
+      {"", "multimodal_projector_bias", true, "multimodal_projector_bias = true"},
+      {"", "projector_hidden_act", "gelu_pytorch_tanh", "gelu_pytorch_tanh"},
+  };
+  for (const Case& c : cases) {
+    json j = hub_config();
+    json& where = *c.section ? j[c.section] : j;
+    where[c.key] = c.value;
+    SCOPED_TRACE(std::string(c.section) + " " + c.key + " = " + c.value.dump());
+    expect_error(j, ErrorKind::kUnsupported, c.needle);
+  }
+  json j = hub_config();
+  j["text_config"]["layer_types"] = json::array({"full_attention"});
+  expect_error(j, ErrorKind::kInvalidArgument, "must list 28 layer types");
+  // The rope_parameters of a per-layer-type config are refused too.
+  j = hub_config();
+  j["text_config"]["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}}};
+  expect_error(j, ErrorKind::kUnsupported, "full_attention");
+}
+
+TEST(Config, AcceptsTheRealConfigsSettings) {
+  // As the hub's LightOnOCR-2-1B config.json writes them (model-spec.md §1, §2).
+  json j = hub_config();
+  json& t = j["text_config"];
+  t["model_type"] = "qwen3";
+  t["attention_bias"] = false;
+  t["hidden_act"] = "silu";
+  t["use_sliding_window"] = false;
+  t["sliding_window"] = nullptr;
+  t["max_window_layers"] = 28;
+  t["layer_types"] = json::array();
+  for (int i = 0; i < 28; ++i) t["layer_types"].push_back("full_attention");
+  t["use_qk_norm"] = true;
+  t["rope_scaling"] = nullptr;
+  j["vision_config"]["hidden_act"] = "silu";
+  j["vision_config"]["model_type"] = "pixtral";
+  j["vision_config"]["rope_parameters"] = {{"rope_theta", 10000.0}, {"rope_type", "default"}};
+  const ModelConfig c = ModelConfig::from_json(j);
+  EXPECT_EQ(c.text.num_hidden_layers, 28);
+  EXPECT_DOUBLE_EQ(c.vision.rope_theta, 10000.0);
+}
+
 TEST(GenerationConfig, EosListOrScalar) {
   GenerationConfig g = GenerationConfig::from_json(
       json::parse(R"({"do_sample": true, "temperature": 0.2, "top_p": 0.9, "top_k": 0,

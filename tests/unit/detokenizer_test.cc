@@ -48,5 +48,22 @@ TEST(Detokenizer, HoldsBackSplitCharactersAndSkipsUnknownIds) {
   EXPECT_EQ(out, "Bonjour 中文 ok");
 }
 
+TEST(Detokenizer, EmbeddingRowsWithoutATokenAreEmptyPieces) {
+  // tiny_a: 768 embedding rows, tokenizer ids 0..725 (the real model: 151936 rows, 151669 ids).
+  const auto tok = model::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
+  ASSERT_EQ(tok->vocab_size(), 726);
+  std::vector<int32_t> ids = tok->encode("ab 中");
+  ids.insert(ids.begin() + 1, {726, 767});
+  ids.push_back(730);
+  for (bool skip : {false, true}) {
+    Detokenizer d(*tok, skip);
+    std::string out;
+    for (int32_t id : ids) out += d.push(id);
+    out += d.finish();
+    EXPECT_EQ(out, "ab 中");
+    EXPECT_EQ(tok->decode(ids, skip), "ab 中");  // the whole decode agrees (no error)
+  }
+}
+
 }  // namespace
 }  // namespace locr::runtime

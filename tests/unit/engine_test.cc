@@ -3,6 +3,7 @@
 // KV block, prefix caching reuses blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "io/image.h"
@@ -134,6 +135,94 @@ TEST(Engine, PrefixCachingReusesBlocksAndKeepsTokens) {
   EXPECT_EQ(first, second);
   EXPECT_EQ(first, reference(in));
   EXPECT_GT(engine.metrics().prefix_hits.load(), hits0);
+}
+
+// Two 16-token blocks whose keys collide under the old 64-bit FNV-1a block hash (found by lattice
+// reduction; old_fnv_block_key below is that hash, kept here only to show the collision is real).
+const std::vector<int32_t> kCollideA = {66, 6, 6, 1, 32, 0, 0, 4, 242, 12, 7, 30, 61, 28, 4, 6};
+const std::vector<int32_t> kCollideB = {67, 0, 0, 3, 35, 1, 7, 9, 15, 0, 1, 41, 9, 33, 0, 0};
+
+uint64_t old_fnv_block_key(const std::vector<int32_t>& tokens) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  mix(0);  // parent
+  mix(0);  // extra (no image)
+  for (int32_t t : tokens) mix(static_cast<uint32_t>(t));
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+TEST(Engine, PrefixCacheNeverSharesBlocksOfDifferentTokens) {
+  ASSERT_NE(kCollideA, kCollideB);
+  ASSERT_EQ(old_fnv_block_key(kCollideA), old_fnv_block_key(kCollideB));
+  EngineOptions o;
+  o.block_size = 16;
+  o.kv_cache_bytes = 16LL << 20;
+  Engine engine(tiny_model(), o);
+  auto request = [&](const std::vector<int32_t>& block) {
+    RequestInput in;
+    in.prompt_ids = block;
+    in.prompt_ids.insert(in.prompt_ids.end(), {40, 41, 42});
+    in.max_tokens = 8;
+    in.ignore_eos = true;
+    in.sampling.temperature = 0;
+    return in;
+  };
+  const auto a = request(kCollideA), b = request(kCollideB);
+  auto sa = engine.submit(a);
+  EXPECT_EQ(collect(*sa), reference(a));
+  const uint64_t hits0 = engine.metrics().prefix_hits.load();
+  auto sb = engine.submit(b);
+  EXPECT_EQ(collect(*sb), reference(b));
+  EXPECT_EQ(sb->times().cached_tokens, 0) << "B reused A's KV block";
+  EXPECT_EQ(engine.metrics().prefix_hits.load(), hits0);
+  // The same block again is still a hit.
+  auto sa2 = engine.submit(a);
+  EXPECT_EQ(collect(*sa2), reference(a));
+  EXPECT_EQ(sa2->times().cached_tokens, 16);
+}
+
+TEST(Engine, PrefixCacheKeysImageBlocksByTheirPixels) {
+  // Two pages of the same size give the same prompt ids; only the blocks before the image may be
+  // shared, the blocks holding image tokens are keyed by the pixels.
+  EngineOptions o;
+  o.block_size = 4;
+  o.kv_cache_bytes = 16LL << 20;
+  Engine engine(tiny_model(), o);
+  const auto& m = tiny_model();
+  io::Image a = io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png");
+  io::Image b = a;
+  for (size_t i = 0; i < b.rgb.size() / 4; ++i) b.rgb[i] = static_cast<uint8_t>(255 - b.rgb[i]);
+  const auto msgs = model::LightOnOcr::make_messages(nullptr, nullptr, 1);
+  auto request = [&](const io::Image& img, model::Prompt* p) {
+    *p = m.build_prompt(msgs, {img});
+    RequestInput in;
+    in.prompt_ids = p->ids;
+    in.images = p->images;
+    in.max_tokens = 6;
+    in.sampling.temperature = 0;
+    return in;
+  };
+  model::Prompt pa, pb;
+  const RequestInput ra = request(a, &pa), rb = request(b, &pb);
+  ASSERT_EQ(ra.prompt_ids, rb.prompt_ids);
+  const int64_t first_image =
+      std::find(ra.prompt_ids.begin(), ra.prompt_ids.end(), m.config().image_token_id) - ra.prompt_ids.begin();
+  GenerateOptions go;
+  go.max_tokens = 6;
+  go.sampling.temperature = 0;
+  auto sa = engine.submit(ra);
+  EXPECT_EQ(collect(*sa), generate(m, pa, go).tokens);
+  auto sb = engine.submit(rb);
+  EXPECT_EQ(collect(*sb), generate(m, pb, go).tokens);
+  EXPECT_EQ(sb->times().cached_tokens, first_image / 4 * 4) << "only the text blocks before the image are shared";
+  auto sa2 = engine.submit(ra);
+  EXPECT_EQ(collect(*sa2), generate(m, pa, go).tokens);
+  EXPECT_EQ(sa2->times().cached_tokens, static_cast<int64_t>(ra.prompt_ids.size() - 1) / 4 * 4);
 }
 
 TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {

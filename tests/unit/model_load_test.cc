@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "model/lighton_ocr.h"
 
@@ -45,6 +47,26 @@ TEST(ModelLoad, LoadsFixtureAndBuildsTheOcrPrompt) {
   for (int32_t id : p.ids) n_image += id == m->config().image_token_id;
   EXPECT_EQ(n_image, (84 / 28) * (56 / 28));
   EXPECT_EQ(p.ids.size(), 12u + n_image);
+}
+
+TEST(ModelLoad, EveryFixtureModelLoads) {
+  // The strict config and tensor checks accept every fixture (tied, stray lm_head, untied,
+  // image_token_index, ...).
+  for (const char* name : {"tiny_a", "tiny_b", "tiny_c", "tiny_d"})
+    EXPECT_EQ(load_error(std::string(LOCR_FIXTURES_DIR) + "/models/" + name), "") << name;
+}
+
+TEST(ModelLoad, ConfigThatLocrCannotRunIsRefusedNamingTheKey) {
+  const std::string dir = copy_fixture("attention_bias");
+  const fs::path cfg = fs::path(dir) / "config.json";
+  auto j = nlohmann::json::parse(std::ifstream(cfg));
+  j["text_config"]["attention_bias"] = true;
+  std::ofstream(cfg) << j.dump();
+  EXPECT_NE(load_error(dir).find("attention_bias = true is not supported"), std::string::npos) << load_error(dir);
+  j["text_config"]["attention_bias"] = false;
+  j["vision_config"]["hidden_act"] = "gelu";
+  std::ofstream(cfg) << j.dump();
+  EXPECT_NE(load_error(dir).find("vision_config: hidden_act = \"gelu\""), std::string::npos) << load_error(dir);
 }
 
 TEST(ModelLoad, MismatchedImageCountIsAnError) {

@@ -116,6 +116,28 @@ TEST(Weights, WrongShapeNamesBoth) {
   EXPECT_NE(msg.find("expected [8, 8]"), std::string::npos) << msg;
 }
 
+TEST(Weights, TensorThatNoCodeReadsIsAnErrorNamingIt) {
+  // E.g. the q/k/v biases of an attention_bias checkpoint: ignoring them computes something else.
+  auto shapes = expected_shapes("model.language_model.");
+  shapes["model.language_model.layers.0.self_attn.q_proj.bias"] = {16};
+  shapes["model.language_model.layers.1.self_attn.k_proj.bias"] = {8};
+  const std::string msg = load_error(write_checkpoint("unused", shapes));
+  EXPECT_NE(msg.find("'model.language_model.layers.0.self_attn.q_proj.bias' [16]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'model.language_model.layers.1.self_attn.k_proj.bias' [8]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not read by locr"), std::string::npos) << msg;
+  // A layer beyond num_hidden_layers, too.
+  shapes = expected_shapes("model.language_model.");
+  shapes["model.language_model.layers.2.input_layernorm.weight"] = {8};
+  EXPECT_NE(load_error(write_checkpoint("extra_layer", shapes)).find("layers.2.input_layernorm.weight"),
+            std::string::npos);
+  // Two LM heads: only one can be read.
+  shapes = expected_shapes("model.language_model.");
+  shapes["lm_head.weight"] = {48, 8};
+  shapes["model.language_model.lm_head.weight"] = {48, 8};
+  EXPECT_NE(load_error(write_checkpoint("two_heads", shapes)).find("'model.language_model.lm_head.weight'"),
+            std::string::npos);
+}
+
 TEST(Weights, UnsupportedDtype) {
   auto shapes = expected_shapes("model.language_model.");
   const std::string dir = write_checkpoint("dtype", shapes, DType::kI32);

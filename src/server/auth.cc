@@ -1,0 +1,31 @@
+#include "server/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <cctype>
+#include <cstdlib>
+
+namespace locr::server {
+
+std::string resolve_api_key(const std::optional<std::string>& flag) {
+  if (flag) return *flag;
+  const char* env = std::getenv("VLLM_API_KEY");
+  return env ? std::string(env) : std::string();
+}
+
+bool api_key_matches(const std::string& authorization, const std::string& key) {
+  const size_t space = authorization.find(' ');
+  if (space == std::string::npos) return false;
+  std::string scheme = authorization.substr(0, space);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "bearer") return false;
+  const std::string given = authorization.substr(space + 1);
+  // Equal-length digests: the comparison time depends on neither the key nor the guess.
+  unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
+  SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), b);
+  return CRYPTO_memcmp(a, b, sizeof a) == 0;
+}
+
+}  // namespace locr::server
