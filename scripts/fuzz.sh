@@ -49,7 +49,7 @@ run_target() {  # name binary seeds(comma-separated files and dirs)
   if [ ${#files[@]} -gt 0 ]; then seed_files=("-seed_inputs=$(IFS=,; echo "${files[*]}")"); fi
   # The fresh corpus dir comes first: new inputs are written there, the seeds are only read.
   (cd "$dir" && "$bin" -max_total_time="$SECS" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=20 \
-     -print_final_stats=1 -artifact_prefix="$dir/" "${seed_files[@]}" "$dir/corpus" "${dirs[@]}") \
+     -print_final_stats=1 -print_funcs=0 -artifact_prefix="$dir/" "${seed_files[@]}" "$dir/corpus" "${dirs[@]}") \
      >"$dir/log" 2>&1
 }
 
