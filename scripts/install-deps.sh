@@ -8,6 +8,7 @@ PKGS=(
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libtiff-dev
   libpoppler-cpp-dev
   libgtest-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev ccache  # scripts/fuzz.sh (libFuzzer) and scripts/test-sanitize.sh
   python3 python3-venv curl
 )
 missing=()

@@ -53,18 +53,23 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     if (!parse_dtype(dt, &info.dtype))
       fail(ErrorKind::kUnsupported, "tensor '", it.key(), "' in ", path, " has unsupported dtype '", dt,
            "' (supported: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
-    size_t numel = 1;
+    if (!v["shape"].is_array()) bad(path, str("tensor '", it.key(), "' has a shape that is not a list"));
+    // The byte count is computed without overflow: a shape whose product wraps around (e.g.
+    // [2^32, 2^32]) would otherwise match a tiny byte range and describe a tensor far larger than
+    // the data behind it.
+    uint64_t nbytes = dtype_size(info.dtype);
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0) bad(path, str("tensor '", it.key(), "' has a bad shape"));
       info.shape.push_back(d.get<int64_t>());
-      numel *= static_cast<size_t>(d.get<int64_t>());
+      if (__builtin_mul_overflow(nbytes, static_cast<uint64_t>(d.get<int64_t>()), &nbytes))
+        bad(path, str("tensor '", it.key(), "' has a shape whose size overflows 64 bits"));
     }
     const auto& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       bad(path, str("tensor '", it.key(), "' has bad data_offsets"));
     info.begin = off[0].get<size_t>();
     info.end = off[1].get<size_t>();
-    if (info.end < info.begin || info.end - info.begin != numel * dtype_size(info.dtype))
+    if (info.end < info.begin || info.end - info.begin != nbytes)
       bad(path, str("tensor '", it.key(), "' byte range [", info.begin, ", ", info.end, ") does not match shape ",
                     shape_to_string(info.shape), " of ", dtype_name(info.dtype)));
     if (info.end > data_size)

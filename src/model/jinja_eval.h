@@ -22,6 +22,12 @@ class Scope {
   const Value* lookup(const std::string& name) const;
   void set(const std::string& name, Value v) { vars_[name] = std::move(v); }
   void clear() { vars_.clear(); }
+  // Clears this scope and every enclosing one: a macro stored outside its defining scope (say in
+  // a namespace, `ns.m = m`) holds that scope, whose parents hold the namespace; a shared_ptr
+  // cycle that only clearing the whole chain breaks.
+  void clear_chain() {
+    for (Scope* s = this; s != nullptr; s = s->parent_.get()) s->vars_.clear();
+  }
 
  private:
   std::unordered_map<std::string, Value> vars_;

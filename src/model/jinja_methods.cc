@@ -350,9 +350,10 @@ Value g_range(Interpreter& in, const CallArgs& a) {
   }
   if (step == 0) in.fail("range() arg 3 must not be zero");
   std::vector<Value> out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (out.size() >= 100000) in.fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     out.emplace_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;  // the next value lies past any int64 stop
   }
   return Value::list(std::move(out));
 }

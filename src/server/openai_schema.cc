@@ -216,7 +216,10 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) 
   if (present(body, "response_format")) {
     const json& rf = body.at("response_format");
     if (!rf.is_object()) wrong_type("response_format", "an object", rf);
-    if (rf.value("type", "text") != "text")
+    // (json::value() would throw a type_error, a 500, for a non-string type.)
+    if (present(rf, "type") && !rf.at("type").is_string())
+      wrong_type("response_format", "an object whose 'type' is a string", rf.at("type"));
+    if (present(rf, "type") && rf.at("type").get<std::string>() != "text")
       bad_request("'response_format' other than {\"type\": \"text\"} is not supported by this server", "response_format");
   }
   if (api == Api::kChat) {

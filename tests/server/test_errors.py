@@ -84,6 +84,11 @@ def test_unsupported_features_are_refused(server):
     assert_error(server.post("/v1/chat/completions", chat("hi", response_format={"type": "json_object"})), 400)
     assert_error(server.post("/v1/chat/completions", chat("hi", logit_bias={"1": 5})), 400)
     assert server.post("/v1/chat/completions", chat("hi", response_format={"type": "text"}, max_tokens=1)).ok
+    # A non-string type was a json type_error escaping as a 500 (found by tests/fuzz/openai_schema_fuzz.cc).
+    for bad_type in (1, ["text"], {"a": 1}, True):
+        assert_error(server.post("/v1/chat/completions", chat("hi", response_format={"type": bad_type})), 400,
+                     param="response_format", contains="'type' is a string")
+    assert server.post("/v1/chat/completions", chat("hi", response_format={"type": None}, max_tokens=1)).ok
 
 
 def test_prompt_plus_max_tokens_over_context(server):

@@ -220,6 +220,17 @@ TEST(JinjaErrors, RuntimeErrors) {
             std::string::npos);
 }
 
+// range() near the int64 limits: stepping past INT64_MAX/MIN ends the range (as Python's
+// arbitrary-precision range does) instead of overflowing (undefined behaviour, which wrapped to a
+// negative value and ran on until MAX_RANGE).
+TEST(JinjaSemantics, RangeAtTheInt64Limits) {
+  EXPECT_EQ(render("{{ range(9223372036854775806, 9223372036854775807, 10) | list }}"), "[9223372036854775806]");
+  EXPECT_EQ(render("{{ range(-9223372036854775807, -9223372036854775807 - 1, -5) | list }}"),
+            "[-9223372036854775807]");
+  EXPECT_EQ(render("{{ range(9223372036854775805, 9223372036854775807) | list }}"),
+            "[9223372036854775805, 9223372036854775806]");
+}
+
 TEST(JinjaErrors, NestingLimits) {
   std::string deep(1000, '(');
   deep = "{{ " + deep + "1" + std::string(1000, ')') + " }}";

@@ -138,6 +138,18 @@ TEST(Safetensors, CorruptFilesGiveClearErrors) {
   write_raw(p, R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}})", 16);
   EXPECT_EQ(error_kind_of([&] { SafetensorsFile::open(p); }, &msg), ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("does not match shape"), std::string::npos) << msg;
+  // a shape whose byte count wraps around 2^64 (2^32 * 2^32 * 4 bytes = 0 mod 2^64) must not match
+  // an empty byte range (found by tests/fuzz/safetensors_fuzz.cc)
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", 0);
+  EXPECT_EQ(error_kind_of([&] { SafetensorsFile::open(p); }, &msg), ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("overflows"), std::string::npos) << msg;
+  write_raw(p, R"({"w": {"dtype": "U8", "shape": [4611686018427387904, 8], "data_offsets": [0, 0]}})", 0);
+  EXPECT_EQ(error_kind_of([&] { SafetensorsFile::open(p); }, &msg), ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("overflows"), std::string::npos) << msg;
+  // a shape that is not a list (nlohmann would iterate a number as a one-element list)
+  write_raw(p, R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})", 16);
+  EXPECT_EQ(error_kind_of([&] { SafetensorsFile::open(p); }, &msg), ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("not a list"), std::string::npos) << msg;
   // unsupported dtype
   write_raw(p, R"({"w": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", 4);
   EXPECT_EQ(error_kind_of([&] { SafetensorsFile::open(p); }, &msg), ErrorKind::kUnsupported);

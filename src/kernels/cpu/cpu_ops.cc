@@ -9,6 +9,8 @@
 // splits the panels across threads, so every weight byte is read exactly once per call.
 #include "kernels/cpu/cpu_ops.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -33,9 +35,12 @@ using cpu::KernelTable;
 
 namespace {
 
-bool has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no "f16c" for __builtin_cpu_supports.
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
+bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c(); }
 bool has_avx512() {
   return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
