@@ -5,6 +5,13 @@
 # build is the plain CPU build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache when installed (scripts/install-deps.sh), keyed relative to the repo root so every clone
+# of it shares one cache.
+LAUNCHER=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 CUDA_ARGS=()
 if [ "${LOCR_CUDA:-}" = "OFF" ]; then
   CUDA_ARGS=(-DLOCR_CUDA=OFF)
@@ -18,5 +25,5 @@ else
     exit 1
   fi
 fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${CUDA_ARGS[@]}" "$@"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}" "${CUDA_ARGS[@]}" "$@"
 cmake --build build -j "$(nproc)"

@@ -9,6 +9,8 @@
 # tests/fuzz/regressions/<target>/ (the normal build's CTest fuzz.<target>.replay runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys relative to the repo root, so every clone of it shares one cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 SECS="${1:-60}"
 shift || true
 WANT=("$@")

@@ -9,6 +9,8 @@
 # Extra arguments go to ctest (e.g. -R Image).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys relative to the repo root, so every clone of it shares one cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 SAN="${LOCR_SANITIZE:-address,undefined}"
 case "$SAN" in
   thread) BUILD=build-tsan ;;
