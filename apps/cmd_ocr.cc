@@ -27,6 +27,7 @@
 #include "apps/commands.h"
 #include "apps/model_args.h"
 #include "apps/ocr_manifest.h"
+#include "core/heap.h"
 #include "core/log.h"
 #include "io/document.h"
 #include "io/file.h"
@@ -340,6 +341,7 @@ int cmd_ocr(int argc, char** argv) {
   std::vector<char*> av;
   for (auto& s : storage) av.push_back(s.data());
   if (!a.parse(static_cast<int>(av.size()), av.data())) return 0;
+  pin_mmap_threshold();  // as locr serve: freed page images go back to the system (core/heap.h)
   if (input_args.empty()) fail(ErrorKind::kInvalidArgument, "give at least one INPUT (a document, glob or directory)");
 
   if (a.has("model") == a.has("server")) fail(ErrorKind::kInvalidArgument, "give exactly one of --model DIR and --server URL");

@@ -12,6 +12,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "core/heap.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "model/lighton_ocr.h"
@@ -173,6 +174,9 @@ int cmd_serve(int argc, char** argv) {
   Args a("serve", "Serve the model over an OpenAI-compatible HTTP API (a drop-in for `vllm serve`).");
   declare(a);
   if (!a.parse(argc, argv)) return 0;
+  // Freed page images and activations go back to the system instead of piling up in the malloc
+  // arenas of the HTTP and engine threads (core/heap.h): RSS follows what requests hold.
+  pin_mmap_threshold();
   // SIGINT/SIGTERM are taken by sigwait once the server runs. Blocked before any thread starts
   // (the kernels' thread pool starts while loading), since every thread inherits the mask and
   // the kernel may deliver a process signal to any thread that does not block it. A signal during
