@@ -5,6 +5,7 @@ refuses by a memory budget; HTTP request headers are capped (431), a bad Content
 at once, and HTTP/1.0 clients get no chunked framing. Peak memory is read from /proc (VmHWM after
 resetting it through clear_refs), so these tests need Linux."""
 import base64
+import os
 import json
 import socket
 import sys
@@ -42,6 +43,15 @@ class Peak:
 
     def __exit__(self, *exc):
         self.growth = status_kib(self.pid, "VmHWM") - self.base
+
+    def check_below(self, bound):
+        """Asserts the growth stayed under `bound`. Not under a sanitizer (scripts/test-sanitize.sh
+        sets LOCR_SANITIZER): its allocator keeps freed memory in quarantine and adds shadow memory,
+        so RSS bounds are checked by the plain build's run of these tests; the rest of each test
+        (statuses, errors, results) is checked in both."""
+        if os.environ.get("LOCR_SANITIZER"):
+            return
+        assert self.growth < bound, f"peak RSS grew by {self.growth / MiB:.0f} MiB (bound {bound / MiB:.0f} MiB)"
 
 
 def png_url(png):
@@ -84,7 +94,7 @@ def test_only_the_model_sized_copy_of_each_image_is_kept(srv, wide_png):
     with Peak(srv) as p:
         r = srv.post("/v1/chat/completions", chat_images([png_url(wide_png)] * 6), timeout=300)
     assert r.status_code == 200, r.text
-    assert p.growth < 150 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+    p.check_below(150 * MiB)
 
 
 def test_prompt_length_is_checked_before_decoding(srv, huge_png):
@@ -94,7 +104,7 @@ def test_prompt_length_is_checked_before_decoding(srv, huge_png):
         r = srv.post("/v1/chat/completions", chat_images([png_url(huge_png)] * 4), timeout=300)
     assert r.status_code == 400, r.text
     assert "maximum context length is 8192" in r.json()["error"]["message"]
-    assert p.growth < 64 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+    p.check_below(64 * MiB)
 
 
 def test_tokenize_counts_image_tokens_from_the_headers(srv, huge_png):
@@ -104,7 +114,7 @@ def test_tokenize_counts_image_tokens_from_the_headers(srv, huge_png):
                      timeout=300)
     assert r.status_code == 200, r.text
     assert r.json()["count"] == one + 2 * 55 * 55  # 13000 x 13000 -> 1540 x 1540 -> 55 x 55 tokens
-    assert p.growth < 64 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+    p.check_below(64 * MiB)
 
 
 def test_concurrent_decodes_wait_for_the_server_budget(wide_png):
@@ -118,7 +128,7 @@ def test_concurrent_decodes_wait_for_the_server_budget(wide_png):
                 rs = list(ex.map(lambda _: s.post("/v1/chat/completions", chat_images([png_url(wide_png)]),
                                                   timeout=300), range(6)))
         assert [r.status_code for r in rs] == [200] * 6, [r.text for r in rs if r.status_code != 200]
-        assert p.growth < 150 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+        p.check_below(150 * MiB)
     finally:
         s.stop()
 
@@ -132,7 +142,7 @@ def test_request_pixel_budget(huge_png):
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert "--max-request-image-pixels" in err["message"] and "image 2" in err["message"], err
-        assert p.growth < 64 * MiB
+        p.check_below(64 * MiB)
         # The default budget (50 MP) refuses one 13000 x 13000 image the same way, at once.
         d = Server("--served-model-name", NAME)
         try:
@@ -187,7 +197,7 @@ def test_completions_cap_prompts_times_n(srv):
     with Peak(srv) as p:
         r = srv.post("/v1/completions", {"model": NAME, "prompt": ["a"] * 100000, "max_tokens": 1})
     assert r.status_code == 400
-    assert p.growth < 100 * MiB
+    p.check_below(100 * MiB)
 
 
 # --- /v1/ocr ------------------------------------------------------------------------------------
@@ -215,12 +225,14 @@ def pdf_supported(s):
 def test_ocr_pdf_memory_is_bounded(srv):
     if not pdf_supported(srv):
         pytest.skip("built without Poppler")
-    # 40 A4 pages at 1540 px: ~930 MB when every page was held as floats at once.
+    # 40 A4 pages at 1540 px: ~930 MB when every page was held as floats at once. Under a sanitizer
+    # (no RSS bound, ~10x slower) 12 pages still pass --ocr-pages-in-flight.
+    n = 12 if os.environ.get("LOCR_SANITIZER") else 40
     with Peak(srv) as p:
-        r = ocr(srv, make_pdf(40, 595, 842))
+        r = ocr(srv, make_pdf(n, 595, 842))
     assert r.status_code == 200, r.text
-    assert len(r.json()["pages"]) == 40
-    assert p.growth < 300 * MiB, f"peak RSS grew by {p.growth / MiB:.0f} MiB"
+    assert len(r.json()["pages"]) == n
+    p.check_below(300 * MiB)
 
 
 def test_ocr_memory_budget():
