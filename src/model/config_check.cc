@@ -65,9 +65,11 @@ void refuse_foreign(const json& obj, const std::string& where,
 
 void warn_unknown(const json& obj, const std::string& where, std::initializer_list<const char*> known) {
   std::string unknown;
-  for (const auto& [k, v] : obj.items())
+  for (const auto& item : obj.items()) {
+    const std::string& k = item.key();  // not a structured binding: clang 14 cannot capture one
     if (std::none_of(known.begin(), known.end(), [&](const char* n) { return k == n; }))
       unknown += (unknown.empty() ? "'" : ", '") + k + "'";
+  }
   if (!unknown.empty())
     LOCR_WARN(where, ": key(s) ", unknown, " not known to locr and ignored; if one changes the model's math, the "
               "output will be wrong");
