@@ -356,19 +356,8 @@ void gemv_run(int64_t kc, const float* a, const BT* b, int64_t b_stride, int np,
     ukernel_gemv<M, 1, BT>(kc, a, b + p * b_stride, b_stride, c + p * kNR, ldc, p + 1 == np ? n_last : kNR, accumulate);
 }
 
-template <typename BT, int M = kMR>
-inline void dispatch_f32(int m, int64_t kc, const float* a, const BT* b, float* c, int64_t ldc, int n, bool acc) {
-  if constexpr (M >= 1) {
-    if constexpr (M <= 4) {
-      if (m == M) return gemv_run<M, BT>(kc, a, b, 0, 1, c, ldc, n, acc);
-    } else {
-      if (m == M) return ukernel_f32<M, BT>(kc, a, b, c, ldc, n, acc);
-    }
-    dispatch_f32<BT, M - 1>(m, kc, a, b, c, ldc, n, acc);
-  }
-}
-
-// Few rows against np consecutive panels: the decode path's entry (gemm_panels in the table).
+// m rows against np consecutive panels: the decode path's entry (gemm_panels in the table) and,
+// with one panel, gemm_tile's.
 template <typename BT, int M = kMR>
 inline void dispatch_panels(int m, int64_t kc, const float* a, const BT* b, int64_t b_stride, int np, float* c,
                             int64_t ldc, int n_last, bool acc) {
@@ -401,15 +390,9 @@ void k_gemm_panels_f32(BFormat fmt, int64_t kc, const void* a, const void* b, in
 
 void k_gemm_tile_f32(BFormat fmt, int64_t kc, const void* a, const void* b, float* c, int64_t ldc, int m, int n,
                      bool accumulate) {
-  if (fmt == BFormat::kKMajorF32) {
-    dispatch_f32<float>(m, kc, static_cast<const float*>(a), static_cast<const float*>(b), c, ldc, n, accumulate);
-  } else if (fmt == BFormat::kKMajorBf16) {
-    dispatch_f32<uint16_t>(m, kc, static_cast<const float*>(a), static_cast<const uint16_t*>(b), c, ldc, n,
-                           accumulate);
-  } else {
-    __builtin_trap();  // pair panels need the bf16-dot table
-  }
+  k_gemm_panels_f32(fmt, kc, a, b, 0, 1, c, ldc, m, n, accumulate);
 }
+
 
 void k_pack_a_f32(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t kc, int64_t k_total, float* dst,
                   bool round_bf16) {
