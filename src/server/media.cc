@@ -133,6 +133,30 @@ std::string read_remote(const std::string& url, const ServerOptions& opts) {
 
 }  // namespace
 
+std::string base64_encode(std::string_view in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    const uint32_t v = uint32_t{static_cast<unsigned char>(in[i])} << 16 |
+                       uint32_t{static_cast<unsigned char>(in[i + 1])} << 8 | static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t{static_cast<unsigned char>(in[i])} << 16;
+    if (i + 1 < in.size()) v |= uint32_t{static_cast<unsigned char>(in[i + 1])} << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 std::optional<std::string> base64_decode(std::string_view in) {
   while (!in.empty() && in.back() == '=') in.remove_suffix(1);
   if (in.size() % 4 == 1) return std::nullopt;

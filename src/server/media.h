@@ -19,6 +19,8 @@ namespace locr::server {
 
 // Standard or URL-safe base64, padding optional, no whitespace inside; nullopt if invalid.
 std::optional<std::string> base64_decode(std::string_view in);
+// Standard base64 with padding (RFC 4648 section 4).
+std::string base64_encode(std::string_view in);
 
 // The encoded bytes an image URL points to (400 if refused, unreadable or too large).
 std::string fetch_image_bytes(const std::string& url, const ServerOptions& opts);

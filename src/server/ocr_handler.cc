@@ -7,12 +7,15 @@
 // in the engine at a time, rendering the next page (on the HTTP thread, under the decode budget,
 // shrunk to the model's size at once and held as 8-bit RGB) only as an earlier one finishes. The
 // response is one JSON object, or with `stream: true` one SSE event per page (in page order or as
-// pages complete), then a summary event and `data: [DONE]`. A client disconnect cancels every page
-// and stops the rendering.
+// pages complete), then a summary event and `data: [DONE]`; with `progress: true` also progress
+// events (tokens per running page) at most every kProgressInterval. With `include_page_image`
+// each page carries the image the model read, as a JPEG data: URL (what the web UI shows). A
+// client disconnect cancels every page and stops the rendering.
 #include <chrono>
 #include <map>
 
 #include "io/document.h"
+#include "io/image_encode.h"
 #include "io/page_range.h"
 #include "runtime/postprocess.h"
 #include "server/decode_budget.h"
@@ -33,6 +36,11 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMaxPagesInDocument = 100000;
 // What one page holds apart from its pixels while the request runs (ids, text, timings), roughly.
 constexpr int64_t kPageOverheadBytes = 16 << 10;
+// A page image as a JPEG data: URL, at most, per byte of the page's 8-bit RGB (quality 85 is ~1/10
+// for scanned text; held until the page is sent).
+constexpr int64_t kPageImageDivisor = 4;
+constexpr int kPageImageQuality = 85;
+constexpr auto kProgressInterval = std::chrono::milliseconds(250);
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -106,6 +114,8 @@ struct OcrOptions {
   std::string output = "markdown";
   std::string order = "page";
   std::string separator = "\n\n";
+  bool page_image = false;  // include_page_image
+  bool progress = false;    // progress events (stream only)
   runtime::PostprocessOptions post;
   io::DocumentOptions doc;
 };
@@ -122,6 +132,8 @@ OcrOptions parse_ocr_options(const json& body, const ServerContext& ctx) {
   if (auto v = opt_string(body, "page_separator")) o.separator = "\n\n" + *v + "\n\n";
   if (auto v = opt_bool(body, "fix_dollars")) o.post.fix_dollars = *v;
   if (auto v = opt_bool(body, "tables_to_markdown")) o.post.tables_to_markdown = *v;
+  if (auto v = opt_bool(body, "include_page_image")) o.page_image = *v;
+  if (auto v = opt_bool(body, "progress")) o.progress = *v;
   o.post.plain_text = o.output == "text";
   if (auto v = opt_number(body, "dpi")) {
     if (!(*v >= 10 && *v <= 1200)) bad_request(str("'dpi' must be in [10, 1200], got ", *v), "dpi");
@@ -139,6 +151,8 @@ OcrOptions parse_ocr_options(const json& body, const ServerContext& ctx) {
 // One page's state while the generation runs.
 struct PageState {
   int page = 0;  // 1-based page number in the document
+  int width = 0, height = 0;  // the image the model reads (box coordinates are relative to it)
+  std::string image;          // include_page_image: JPEG data: URL, once rendered, until sent
   double render_s = 0;
   double first_token_s = -1, finished_s = -1;
   bool emitted = false;
@@ -153,6 +167,7 @@ struct OcrJob {
   std::vector<PageState> pages;
   Clock::time_point submitted;
   int next_in_order = 0;  // order "page": the next page index to emit
+  Clock::time_point last_progress;
 };
 
 json page_json(const OcrJob& job, const Generation& gen, int i) {
@@ -160,6 +175,7 @@ json page_json(const OcrJob& job, const Generation& gen, int i) {
   const PageState& p = job.pages[i];
   json j = {{"page", p.page},
             {"index", i},
+            {"dimensions", {{"width", p.width}, {"height", p.height}}},
             {"text", runtime::postprocess(r.text, job.opts.post)},
             {"finish_reason", r.finish_reason.empty() ? json(nullptr) : json(r.finish_reason)},
             {"stop_reason", r.stop_reason},
@@ -170,6 +186,7 @@ json page_json(const OcrJob& job, const Generation& gen, int i) {
               {"total_s", p.finished_s < 0 ? json(nullptr) : json(p.finished_s)}}}};
   if (job.opts.output == "json") j["raw"] = r.text;
   if (!r.error.empty()) j["error"] = r.error;
+  if (job.opts.page_image) j["image"] = p.image.empty() ? json(nullptr) : json(p.image);
   return j;
 }
 
@@ -198,6 +215,31 @@ json summary_json(const OcrJob& job, const Generation& gen, bool with_pages) {
   return j;
 }
 
+// progress: true. What the pages have done so far: every selected page with its state ("waiting",
+// "running", "done") and tokens; sent when the stream starts and then at most every
+// kProgressInterval while tokens come.
+json progress_json(const OcrJob& job, const Generation& gen) {
+  json pages = json::array();
+  int done = 0;
+  for (size_t i = 0; i < job.pages.size(); ++i) {
+    const ChoiceResult& r = gen.results()[i];
+    const char* state = !r.finish_reason.empty() ? "done" : (job.pages[i].first_token_s >= 0 ? "running" : "waiting");
+    done += !r.finish_reason.empty();
+    pages.push_back({{"page", job.pages[i].page}, {"state", state}, {"completion_tokens", r.n_tokens}});
+  }
+  return {{"id", job.id},
+          {"object", "ocr.progress"},
+          {"created", job.created},
+          {"model", job.model},
+          {"format", job.format},
+          {"page_count", job.page_count},
+          {"pages_selected", static_cast<int>(job.pages.size())},
+          {"pages_done", done},
+          {"completion_tokens", gen.completion_tokens()},
+          {"elapsed_s", seconds_since(job.submitted)},
+          {"pages", std::move(pages)}};
+}
+
 }  // namespace
 
 void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -209,6 +251,7 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   if (p.n != 1) bad_request("'n' must be 1 for /v1/ocr (one result per page)", "n");
   if (p.logprobs >= 0) bad_request("'logprobs' is not supported by /v1/ocr", "logprobs");
   job->opts = parse_ocr_options(body, ctx);
+  if (job->opts.progress && !p.stream) bad_request("'progress' events need 'stream': true", "progress");
   const io::PageRange range = [&] {
     try {
       return job->opts.pages.empty() ? io::PageRange::all() : io::PageRange::parse(job->opts.pages);
@@ -263,9 +306,13 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     check_prompt_length(ctx.engine().options().max_model_len, static_cast<int64_t>(prompts[i].ids.size()),
                         p.max_tokens);
     const auto model_size = model::target_size(size.height, size.width, m.processor_config());
-    largest_page = std::max<int64_t>(largest_page, int64_t{model_size[0]} * model_size[1] * 3);
+    const int64_t page_bytes = int64_t{model_size[0]} * model_size[1] * 3;
+    largest_page = std::max(largest_page, page_bytes);
     held_bytes += static_cast<int64_t>(prompts[i].ids.size()) * 4 + kPageOverheadBytes;
+    if (job->opts.page_image) held_bytes += page_bytes / kPageImageDivisor;
     job->pages[i].page = selected[i];
+    job->pages[i].height = model_size[0];
+    job->pages[i].width = model_size[1];
     const int page_number = selected[i];
     prompts[i].load_images = [&ctx, shared_doc, job, i, index, size, n_tokens, page_number] {
       const auto t0 = Clock::now();
@@ -277,6 +324,8 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
           small = model::shrink_for_model(shared_doc->render_page(index), ctx.model().processor_config());
         }
         img = model::preprocess(small, ctx.model().processor_config());
+        if (job->opts.page_image)
+          job->pages[i].image = "data:image/jpeg;base64," + base64_encode(io::encode_jpeg(small, kPageImageQuality));
       } catch (const locr::Error& e) {
         throw locr::Error(e.kind(), str("cannot render page ", page_number, ": ", e.what()));
       }
@@ -333,30 +382,34 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     e["object"] = "ocr.page";
     e["created"] = job->created;
     e["model"] = job->model;
+    job->pages[i].emitted = true;
+    job->pages[i].image.clear();  // sent: not held any longer
     return sse_event(e);
   };
+  if (job->opts.progress) {
+    w.on_start = [job, gen](std::string& out) {
+      job->last_progress = Clock::now();
+      out += sse_event(progress_json(*job, *gen));
+    };
+  }
   w.on_deltas = [job, gen, track, event](std::vector<ChoiceDelta>& ds, std::string& out) {
     const std::vector<int> finished = track(ds);
     if (job->opts.order == "completion") {
-      for (int i : finished) {
-        out += event(i);
-        job->pages[i].emitted = true;
-      }
-      return;
+      for (int i : finished) out += event(i);
+    } else {
+      const auto& results = gen->results();
+      while (job->next_in_order < static_cast<int>(job->pages.size()) &&
+             !results[job->next_in_order].finish_reason.empty())
+        out += event(job->next_in_order++);
     }
-    const auto& results = gen->results();
-    while (job->next_in_order < static_cast<int>(job->pages.size()) && !results[job->next_in_order].finish_reason.empty()) {
-      out += event(job->next_in_order);
-      job->pages[job->next_in_order].emitted = true;
-      ++job->next_in_order;
+    if (job->opts.progress && Clock::now() - job->last_progress >= kProgressInterval) {
+      job->last_progress = Clock::now();
+      out += sse_event(progress_json(*job, *gen));
     }
   };
   w.on_done = [job, gen, event](std::string& out) {
     for (int i = 0; i < static_cast<int>(job->pages.size()); ++i)
-      if (!job->pages[i].emitted) {
-        out += event(i);
-        job->pages[i].emitted = true;
-      }
+      if (!job->pages[i].emitted) out += event(i);
     json s = summary_json(*job, *gen, false);
     out += sse_event(s);
     out += "data: [DONE]\n\n";

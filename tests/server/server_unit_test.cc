@@ -122,6 +122,21 @@ TEST(Base64, StandardUrlSafeAndPadding) {
   EXPECT_FALSE(base64_decode("@@@@"));
 }
 
+TEST(Base64, EncodeIsRfc4648WithPadding) {
+  // RFC 4648 section 10 test vectors.
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode(std::string("\xfb\xff", 2)), "+/8=");
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  EXPECT_EQ(*base64_decode(base64_encode(all)), all);
+}
+
 TEST(ApiKey, BearerSchemeAndExactKey) {
   EXPECT_TRUE(api_key_matches("Bearer sk-1", "sk-1"));
   EXPECT_TRUE(api_key_matches("bearer sk-1", "sk-1"));  // the scheme is case-insensitive (vLLM)

@@ -158,6 +158,58 @@ def test_stream(server, order):
     assert summary["document"] == "\n\n".join(e["text"].rstrip("\n ") for e in by_page)
 
 
+def test_page_images_and_dimensions(server):
+    """include_page_image: each page carries the image the model read (a JPEG data: URL of exactly
+    `dimensions`, the model-size page that box coordinates refer to)."""
+    r = server.post("/v1/ocr", {"document": b64(PNG), "include_page_image": True, **greedy()})
+    assert r.status_code == 200, r.text
+    p = r.json()["pages"][0]
+    w, h = p["dimensions"]["width"], p["dimensions"]["height"]
+    assert w > 0 and h > 0
+    assert p["image"].startswith("data:image/jpeg;base64,")
+    jpeg = base64.b64decode(p["image"].split(",", 1)[1])
+    assert jpeg[:2] == b"\xff\xd8"
+    # The SOF0 frame header gives the encoded size.
+    i = 2
+    while jpeg[i + 1] != 0xC0:
+        i += 2 + int.from_bytes(jpeg[i + 2:i + 4], "big")
+    assert (int.from_bytes(jpeg[i + 5:i + 7], "big"), int.from_bytes(jpeg[i + 7:i + 9], "big")) == (h, w)
+    # Without the option: dimensions, but no image.
+    q = server.post("/v1/ocr", {"document": b64(PNG), **greedy()}).json()["pages"][0]
+    assert q["dimensions"] == p["dimensions"] and "image" not in q
+
+
+def test_progress_events(server):
+    """progress: true adds ocr.progress events: one at once listing every selected page, then while
+    tokens come; the counts only grow and end at the pages' totals."""
+    doc, n = (b64(make_pdf(2)), 2) if pdf_supported(server) else (b64(PNG), 1)
+    body = {"document": doc, "dpi": 36, "stream": True, "progress": True, "temperature": 0, "ignore_eos": True,
+            "max_tokens": 600}
+    r = server.post("/v1/ocr", body)
+    assert r.status_code == 200, r.text
+    events = [json.loads(d) for d in sse_events(r)[:-1]]
+    progress = [e for e in events if e["object"] == "ocr.progress"]
+    pages = [e for e in events if e["object"] == "ocr.page"]
+    assert events[0]["object"] == "ocr.progress"
+    first = events[0]
+    assert first["pages_selected"] == n and first["pages_done"] == 0
+    assert [p["page"] for p in first["pages"]] == list(range(1, n + 1))
+    assert all(p["state"] == "waiting" for p in first["pages"])
+    done = [e["pages_done"] for e in progress]
+    assert done == sorted(done)
+    tokens = [e["completion_tokens"] for e in progress]
+    assert tokens == sorted(tokens) and tokens[-1] <= sum(p["usage"]["completion_tokens"] for p in pages)
+    assert len(pages) == n and events[-1]["object"] == "ocr.document"
+    for e in progress:
+        for p in e["pages"]:
+            assert p["state"] in ("waiting", "running", "done")
+
+
+def test_progress_needs_stream(server):
+    r = server.post("/v1/ocr", {"document": b64(PNG), "progress": True, **greedy()})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "progress"
+
+
 def error_of(r, status, param=None):
     assert r.status_code == status, r.text
     e = r.json()["error"]
