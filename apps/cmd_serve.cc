@@ -15,6 +15,7 @@
 #include "core/heap.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
 #include "server/auth.h"
@@ -162,6 +163,9 @@ void declare(Args& a) {
   a.option("read-timeout", "seconds to wait for a client's request bytes (default 60)", "S");
   a.option("write-timeout", "seconds a response write may block on a slow client (default 60)", "S");
   a.option("keep-alive-timeout", "seconds an idle keep-alive connection stays open (default 5)", "S");
+  a.flag("ui", "serve the web page at / to OCR documents in a browser (default on; --no-ui turns it off)");
+  a.option("root-path", "the path prefix a reverse proxy serves locr under (e.g. /ocr): the web page builds its URLs "
+           "from it, and requests that still carry it are routed without it", "PATH");
   a.option("shutdown-timeout", "seconds in-flight requests may take to finish on SIGTERM (default 30)", "S");
   for (const char* p : kParallelOptions) a.option(p, "accepted for vLLM compatibility; only 1 is possible", "N");
   for (const auto& [name, why] : kNoEffectOptions) a.option(name, "accepted for vLLM compatibility; no effect", "VALUE");
@@ -323,6 +327,8 @@ int cmd_serve(int argc, char** argv) {
   so.write_timeout_s = a.get_int("write-timeout", so.write_timeout_s);
   so.keep_alive_timeout_s = a.get_int("keep-alive-timeout", so.keep_alive_timeout_s);
   so.shutdown_timeout_s = a.get_double("shutdown-timeout", so.shutdown_timeout_s);
+  so.ui = a.get_flag("ui", true);
+  so.root_path = server::normalize_root_path(a.get("root-path"));
 
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
@@ -378,6 +384,13 @@ int cmd_serve(int argc, char** argv) {
     LOCR_INFO("serve: ", plan.explain());
   }
 
+  if (lo.backend == "cuda") {
+    so.device = "cuda";
+  } else {
+    const char* isa = std::getenv("LOCR_CPU_ISA");
+    so.device = str(lo.backend, " (", isa && *isa ? isa : kernels::cpu_isa_name(kernels::cpu_best_isa()), ", ",
+                    ThreadPool::global().size(), " threads)");
+  }
   runtime::Engine engine(*model, eo);
   server::ServerContext ctx(*model, engine, so);
   server::HttpServer http(ctx);

@@ -9,6 +9,8 @@ PKGS=(
   libpoppler-cpp-dev
   libgtest-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev ccache  # scripts/fuzz.sh (libFuzzer) and scripts/test-sanitize.sh
+  libjs-marked libjs-katex node-dompurify  # embedded in the web UI (src/server/CMakeLists.txt)
+  chromium chromium-driver  # the web UI's browser tests (tests/server/test_ui.py)
   python3 python3-venv curl
 )
 missing=()

@@ -20,6 +20,7 @@
 #include "server/http_connection.h"
 #include "server/request_log.h"
 #include "server/sse.h"
+#include "server/ui.h"
 
 namespace locr::server {
 
@@ -85,7 +86,7 @@ bool valid_request_id(const std::string& id) {
   return true;
 }
 
-const char* const kKnownPaths[] = {"/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/tokenize",
+const char* const kKnownPaths[] = {"/", "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/tokenize",
                                    "/detokenize", "/health", "/ping", "/version", "/metrics"};
 
 // Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
@@ -118,6 +119,19 @@ std::string handler_label(const std::string& path) {
 }
 
 }  // namespace
+
+std::string normalize_root_path(const std::string& path) {
+  if (path.empty()) return path;
+  const bool safe = std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
+  });
+  if (path[0] != '/' || !safe || path.find("//") != std::string::npos)
+    fail(ErrorKind::kInvalidArgument, "--root-path must be an absolute URL path such as /ocr (letters, digits, "
+         "'/', '-', '_', '.', '~'), got '", path, "'");
+  std::string p = path;
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  return p;
+}
 
 class HttpServer::Impl : public httplib::Server {
  public:
@@ -173,6 +187,15 @@ void HttpServer::install_routes() {
   ServerContext& ctx = ctx_;
 
   s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    // --root-path: a request that still carries the prefix (a proxy that does not strip it) is
+    // routed without it, as Starlette does. httplib routes on req.path after this handler; the
+    // request object is httplib's own, not const, so rewriting its path here is sound.
+    const std::string& root = ctx.opts().root_path;
+    if (!root.empty() && req.path.compare(0, root.size(), root) == 0 &&
+        (req.path.size() == root.size() || req.path[root.size()] == '/')) {
+      std::string& path = const_cast<httplib::Request&>(req).path;
+      path = path.size() == root.size() ? std::string("/") : path.substr(root.size());
+    }
     RequestLog& log = request_log();
     log = RequestLog{};
     log.active = true;
@@ -301,13 +324,14 @@ void HttpServer::install_routes() {
   s.Get("/ping", health);
   s.Post("/ping", health);
   s.Get("/version", [&ctx](const httplib::Request&, httplib::Response& res) {
-    send_json(res, {{"version", ctx.opts().version}, {"engine", "locr"}});
+    send_json(res, {{"version", ctx.opts().version}, {"engine", "locr"}, {"device", ctx.opts().device}});
   });
   s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string text = ctx.engine().metrics().render(ctx.model_name());
     text += ctx.metrics().render(ctx.model_name());
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
+  if (ctx.opts().ui) register_ui_routes(s, ctx.opts().root_path);
 }
 
 int HttpServer::bind() {

@@ -1,5 +1,5 @@
 // The HTTP front of `locr serve`: routes (OpenAI endpoints, /tokenize, /detokenize, /health,
-// /version, /metrics), API-key check on /v1, X-Request-Id (echoed, or generated), an access log
+// /version, /metrics, the web UI at /), --root-path prefixes stripped, API-key check on /v1, X-Request-Id (echoed, or generated), an access log
 // line per request, errors as OpenAI JSON for every status httplib produces itself (404, 413,
 // malformed HTTP), body size limit and read/write timeouts, worker threads started on demand,
 // and graceful shutdown (stop accepting, drain or cancel what is in flight).
@@ -10,6 +10,10 @@
 #include "server/server_context.h"
 
 namespace locr::server {
+
+// --root-path as given ("", "/", "/ocr", "/ocr/") to "" or "/ocr"; throws locr::Error
+// kInvalidArgument unless it is an absolute path of URL-safe characters.
+std::string normalize_root_path(const std::string& path);
 
 class HttpServer {
  public:

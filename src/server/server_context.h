@@ -27,6 +27,11 @@ struct ServerOptions {
   std::string model_path;                       // shown as `root` in /v1/models
   std::string version = "0.0.0";
   std::string api_key;                          // empty: no authentication
+  std::string device;                           // what /version reports, e.g. "cpu-bf16 (avx2, 2 threads)"
+  // The web UI at / (--no-ui: off), and --root-path: the prefix a proxy serves this server under
+  // ("" or "/prefix", no trailing slash). Requests whose path starts with it are routed without it.
+  bool ui = true;
+  std::string root_path;
   // Multimodal inputs.
   int limit_images = 999;                       // per prompt (--limit-mm-per-prompt '{"image": N}')
   std::string allowed_local_media_path;         // empty: file:// URLs refused

@@ -15,6 +15,7 @@
 
 #include "server/decode_budget.h"
 #include "server/errors.h"
+#include "server/http_server.h"
 #include "server/media.h"
 #include "server/memory_plan.h"
 #include "server/stop_matcher.h"
@@ -135,6 +136,16 @@ TEST(Base64, EncodeIsRfc4648WithPadding) {
   std::string all;
   for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
   EXPECT_EQ(*base64_decode(base64_encode(all)), all);
+}
+
+TEST(RootPath, NormalisedOrRefused) {
+  EXPECT_EQ(normalize_root_path(""), "");
+  EXPECT_EQ(normalize_root_path("/"), "");
+  EXPECT_EQ(normalize_root_path("/ocr"), "/ocr");
+  EXPECT_EQ(normalize_root_path("/ocr/"), "/ocr");
+  EXPECT_EQ(normalize_root_path("/a/b-c_d.e~f/"), "/a/b-c_d.e~f");
+  for (const char* bad : {"ocr", "/o cr", "/ocr\"", "//ocr", "/a//b", "/<x>", "/ocr?x=1"})
+    EXPECT_THROW(normalize_root_path(bad), Error) << bad;
 }
 
 TEST(ApiKey, BearerSchemeAndExactKey) {
