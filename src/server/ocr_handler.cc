@@ -47,7 +47,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // Form fields that stay strings; the others are read as JSON scalars when they parse as one
 // ("128" -> 128, "true" -> true), so the same validation applies to both encodings.
 bool string_field(const std::string& k) {
-  return k == "pages" || k == "output" || k == "password" || k == "page_separator" || k == "order" || k == "model" ||
+  return k == "pages" || k == "output" || k == "mode" || k == "password" || k == "page_separator" || k == "order" || k == "model" ||
          k == "document" || k == "stop";
 }
 
@@ -114,6 +114,7 @@ struct OcrOptions {
   std::string output = "markdown";
   std::string order = "page";
   std::string separator = "\n\n";
+  bool grounding = false;   // mode "grounding": the text `grounding` after the page image (LightOnOCR-3)
   bool page_image = false;  // include_page_image
   bool progress = false;    // progress events (stream only)
   runtime::PostprocessOptions post;
@@ -132,6 +133,10 @@ OcrOptions parse_ocr_options(const json& body, const ServerContext& ctx) {
   if (auto v = opt_string(body, "page_separator")) o.separator = "\n\n" + *v + "\n\n";
   if (auto v = opt_bool(body, "fix_dollars")) o.post.fix_dollars = *v;
   if (auto v = opt_bool(body, "tables_to_markdown")) o.post.tables_to_markdown = *v;
+  if (auto v = opt_string(body, "mode")) {
+    if (*v != "ocr" && *v != "grounding") bad_request(str("'mode' must be 'ocr' or 'grounding', got '", *v, "'"), "mode");
+    o.grounding = *v == "grounding";
+  }
   if (auto v = opt_bool(body, "include_page_image")) o.page_image = *v;
   if (auto v = opt_bool(body, "progress")) o.progress = *v;
   o.post.plain_text = o.output == "text";
@@ -283,7 +288,10 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
 
   // Every page's prompt from its size alone: lengths are checked before anything is rendered.
   const model::LightOnOcr& m = ctx.model();
-  const model::RenderedChat chat = m.render_chat(model::LightOnOcr::make_messages(nullptr, nullptr, 1));
+  // The recommended request: the page image alone, or in grounding mode the image then `grounding`.
+  static const std::string kGroundingPrompt = "grounding";
+  const model::RenderedChat chat =
+      m.render_chat(model::LightOnOcr::make_messages(nullptr, job->opts.grounding ? &kGroundingPrompt : nullptr, 1));
   const int in_flight = std::max(1, ctx.opts().ocr_pages_in_flight);
   auto shared_doc = std::make_shared<io::Document>(std::move(doc));
   std::vector<PreparedPrompt> prompts(selected.size());

@@ -84,6 +84,23 @@ def test_png_data_url_matches_chat(server):
     assert r.json()["usage"]["prompt_tokens"] == chat["usage"]["prompt_tokens"]
 
 
+def test_grounding_mode_is_the_image_then_grounding(server):
+    """mode "grounding" (LightOnOCR-3): the page image followed by the text `grounding`, exactly as a
+    chat request with those two parts."""
+    url = "data:image/png;base64," + b64(PNG)
+    r = server.post("/v1/ocr", {"document": url, "mode": "grounding", **greedy(max_tokens=6), "fix_dollars": False})
+    assert r.status_code == 200, r.text
+    chat = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "grounding"}]}],
+        **greedy(max_tokens=6)}).json()
+    assert r.json()["pages"][0]["text"] == chat["choices"][0]["message"]["content"]
+    assert r.json()["usage"]["prompt_tokens"] == chat["usage"]["prompt_tokens"]
+    plain = server.post("/v1/ocr", {"document": url, **greedy(max_tokens=6)}).json()
+    assert r.json()["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"]
+    bad = server.post("/v1/ocr", {"document": url, "mode": "layout"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "mode"
+
+
 def test_pdf_pages_and_ranges(server):
     if not pdf_supported(server):
         pytest.skip("built without Poppler")

@@ -177,14 +177,20 @@ def test_broken_file_shows_the_servers_message(srv, tmp_path):
         assert err.is_displayed()
         assert err.text.startswith("cannot open the document"), err.text
         shot(d, "broken-file")
-        # The page keeps working: a good file after a bad one.
+        # The page keeps working: a good file after a bad one, here in grounding mode.
         pdf = tmp_path / "ok.pdf"
         pdf.write_bytes(make_pdf(1))
         choose(d, pdf)
         d.find_element(By.ID, "opt-max-tokens").send_keys("8")
         d.find_element(By.ID, "opt-dpi").send_keys(DPI)
+        d.find_element(By.ID, "opt-grounding").click()
         d.find_element(By.ID, "start").click()
         wait(d, lambda: doc_state(d, 0) == "done", 120, "the good file")
+        prompt = d.execute_script("return [...window.locrApp.state.docs].find(x => x.file.name === 'ok.pdf')"
+                                  ".summary.usage.prompt_tokens")
+        ref = requests.post(srv.url + "/v1/ocr", files={"file": ("ok.pdf", pdf.read_bytes())},
+                            data={"max_tokens": "8", "dpi": DPI, "mode": "grounding"}, timeout=120).json()
+        assert prompt == ref["usage"]["prompt_tokens"]
     finally:
         d.quit()
 

@@ -292,6 +292,7 @@
       if (this.opts.pages) form.append("pages", this.opts.pages);
       if (this.opts.max_tokens) form.append("max_tokens", String(this.opts.max_tokens));
       if (this.opts.dpi) form.append("dpi", String(this.opts.dpi));
+      if (this.opts.grounding) form.append("mode", "grounding");
       if (this.opts.temperature !== null) form.append("temperature", String(this.opts.temperature));
       const t0 = performance.now();
       try {
@@ -359,6 +360,7 @@
       output: $("opt-output").value,
       tables: $("opt-tables").checked,
       boxes: $("opt-boxes").checked,
+      grounding: $("opt-grounding").checked,
     };
   }
 
