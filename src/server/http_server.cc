@@ -86,8 +86,9 @@ bool valid_request_id(const std::string& id) {
   return true;
 }
 
-const char* const kKnownPaths[] = {"/", "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models", "/tokenize",
-                                   "/detokenize", "/health", "/ping", "/version", "/metrics"};
+const char* const kKnownPaths[] = {"/",         "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models",
+                                   "/tokenize", "/detokenize",          "/health",         "/ping",   "/ready",
+                                   "/version",  "/metrics",             "/v2/health/live", "/v2/health/ready"};
 
 // Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
 // only idle keep-alive connections are left, and httplib would otherwise wait out their
@@ -312,7 +313,14 @@ void HttpServer::install_routes() {
   s.Post("/tokenize", api(handle_tokenize, true));
   s.Post("/detokenize", api(handle_detokenize, false));
   s.Get("/v1/models", api(handle_models, false));
-  auto health = [&ctx](const httplib::Request&, httplib::Response& res) {
+  // Liveness: 200 until the process exits, drain included (a drain is not a failure to restart).
+  auto health = [](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_header("Content-Length", "0");
+  };
+  // Readiness: 503 as soon as a drain starts, so load balancers and Kubernetes send new work elsewhere
+  // while the requests in flight finish here.
+  auto ready = [&ctx](const httplib::Request&, httplib::Response& res) {
     if (ctx.draining) {
       send_json(res, error_body(503, "the server is shutting down"), 503);
       return;
@@ -323,6 +331,10 @@ void HttpServer::install_routes() {
   s.Get("/health", health);
   s.Get("/ping", health);
   s.Post("/ping", health);
+  s.Get("/ready", ready);
+  // KServe's Open Inference Protocol names for the same two probes.
+  s.Get("/v2/health/live", health);
+  s.Get("/v2/health/ready", ready);
   s.Get("/version", [&ctx](const httplib::Request&, httplib::Response& res) {
     send_json(res, {{"version", ctx.opts().version}, {"engine", "locr"}, {"device", ctx.opts().device}});
   });
@@ -350,8 +362,9 @@ int HttpServer::bind() {
 void HttpServer::serve() { impl_->listen_after_bind(); }
 
 void HttpServer::shutdown(double timeout_s) {
+  // Draining: still accepting, so /health answers 200, /ready 503 and new generation requests 503
+  // (every response closes its connection), until the requests in flight are done or cancelled.
   ctx_.draining = true;
-  impl_->stop_accepting();
   using Clock = std::chrono::steady_clock;
   auto wait_idle = [&](double secs) {
     const auto until = Clock::now() + std::chrono::duration<double>(secs);
@@ -366,6 +379,7 @@ void HttpServer::shutdown(double timeout_s) {
     ctx_.cancel_all();
     wait_idle(5.0);
   }
+  impl_->stop_accepting();
   impl_->end();
   shutdown_idle_connections(port_);
 }

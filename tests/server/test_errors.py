@@ -171,7 +171,7 @@ def test_api_key(keyed_server):
     assert keyed_server.post("/tokenize", {"model": NAME, "prompt": "hi"}, headers=good).status_code == 200
     assert keyed_server.post("/detokenize", {"model": NAME, "tokens": [1, 2]}, headers=good).status_code == 200
     # Health, liveness, version and metrics stay open.
-    for path in ["/health", "/ping", "/version", "/metrics"]:
+    for path in ["/health", "/ping", "/ready", "/v2/health/live", "/v2/health/ready", "/version", "/metrics"]:
         assert keyed_server.get(path).status_code == 200, path
 
 

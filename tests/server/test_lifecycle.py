@@ -60,6 +60,42 @@ def test_sigterm_drains_in_flight_stream():
     assert last["choices"][0]["finish_reason"] == "length"
 
 
+def test_drain_readiness_fails_liveness_holds():
+    """KServe / llm-d drain: once SIGTERM comes, /ready (and /v2/health/ready) answer 503 at once and
+    new generation requests 503, while /health (and /v2/health/live) stay 200 and the in-flight
+    request runs to its end; then the process exits 0."""
+    s = Server("--served-model-name", NAME, "--max-model-len", "8192", "--shutdown-timeout", "600")
+    assert s.get("/ready").status_code == 200
+    assert s.get("/v2/health/ready").status_code == 200
+    tokens = 1500 if os.environ.get("LOCR_SANITIZER") else 6000
+    result = {}
+
+    def client():
+        r = requests.post(s.url + "/v1/chat/completions", timeout=300,
+                          json=chat("long", **greedy(max_tokens=tokens)))
+        result["status"] = r.status_code
+        result["finish"] = r.json()["choices"][0]["finish_reason"]
+
+    t = threading.Thread(target=client)
+    t.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and s.metrics()["vllm:num_requests_running"] < 1:
+        time.sleep(0.01)
+    s.proc.send_signal(signal.SIGTERM)
+    deadline = time.time() + 10
+    while time.time() < deadline and s.get("/ready").status_code == 200:
+        time.sleep(0.01)
+    seen = {p: s.get(p).status_code for p in ("/ready", "/v2/health/ready", "/health", "/v2/health/live", "/ping")}
+    new = requests.post(s.url + "/v1/chat/completions", json=chat("new", max_tokens=2), timeout=10)
+    running = s.metrics()["vllm:num_requests_running"]
+    t.join(300)
+    assert s.proc.wait(60) == 0
+    assert seen == {"/ready": 503, "/v2/health/ready": 503, "/health": 200, "/v2/health/live": 200, "/ping": 200}
+    assert new.status_code == 503 and new.json()["error"]["code"] == 503
+    assert running >= 1  # the probes were answered while the request was still running
+    assert result == {"status": 200, "finish": "length"}
+
+
 def test_shutdown_timeout_cancels_stragglers():
     s = Server("--served-model-name", NAME, "--max-model-len", "16384", "--shutdown-timeout", "0.2")
     result = {}
