@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "server/errors.h"
 
@@ -126,7 +127,7 @@ void Generation::submit(size_t i) {
     in.repetition_penalty = params_.repetition_penalty;
     in.presence_penalty = params_.presence_penalty;
     in.frequency_penalty = params_.frequency_penalty;
-    in.logprobs = params_.logprobs;
+    in.logprobs = params_.logprobs < 0 && params_.confidence_threshold > 0 ? 0 : params_.logprobs;
     std::atomic_store(&c.stream, ctx_.engine().submit(std::move(in)));
   }
 }
@@ -183,6 +184,13 @@ void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
   if (e.token >= 0) {
     ++r.n_tokens;
     ++completion_tokens_;
+    if (params_.confidence_threshold > 0) {
+      TokenConfidence& t = r.confidence;
+      t.min_logprob = t.tokens == 0 ? e.logprob : std::min(t.min_logprob, e.logprob);
+      ++t.tokens;
+      t.sum_logprob += e.logprob;
+      if (e.logprob < std::log(params_.confidence_threshold)) ++t.below_threshold;
+    }
     if (params_.logprobs >= 0) {
       TokenLogprob lp{e.token, e.logprob, std::move(e.top)};
       r.logprobs.push_back(lp);

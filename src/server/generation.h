@@ -50,8 +50,18 @@ struct ChoiceDelta {
   nlohmann::json stop_reason;                  // null, the stop string, or the stop token id
 };
 
+// The sampled tokens' log-probabilities (of the raw model distribution) in summary, when
+// GenParams::confidence_threshold > 0.
+struct TokenConfidence {
+  int64_t tokens = 0;
+  double sum_logprob = 0;
+  float min_logprob = 0;
+  int64_t below_threshold = 0;  // tokens whose probability is under the threshold
+};
+
 // A whole choice (accumulated from the deltas).
 struct ChoiceResult {
+  TokenConfidence confidence;
   std::string text;
   std::vector<TokenLogprob> logprobs;
   std::string finish_reason;
@@ -94,6 +104,7 @@ class Generation {
   int64_t cached_tokens() const;
   const std::vector<ChoiceResult>& results() const { return results_; }
   const std::vector<PreparedPrompt>& prompts() const { return prompts_; }
+  const GenParams& params() const { return params_; }
 
  private:
   struct Choice;

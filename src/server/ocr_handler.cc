@@ -12,6 +12,7 @@
 // each page carries the image the model read, as a JPEG data: URL (what the web UI shows). A
 // client disconnect cancels every page and stops the rendering.
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "io/document.h"
@@ -41,6 +42,8 @@ constexpr int64_t kPageOverheadBytes = 16 << 10;
 constexpr int64_t kPageImageDivisor = 4;
 constexpr int kPageImageQuality = 85;
 constexpr auto kProgressInterval = std::chrono::milliseconds(250);
+// A page's tokens sampled with less probability than this are counted as uncertain.
+constexpr float kDefaultConfidenceThreshold = 0.5f;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -191,6 +194,18 @@ json page_json(const OcrJob& job, const Generation& gen, int i) {
               {"total_s", p.finished_s < 0 ? json(nullptr) : json(p.finished_s)}}}};
   if (job.opts.output == "json") j["raw"] = r.text;
   if (!r.error.empty()) j["error"] = r.error;
+  const TokenConfidence& c = r.confidence;
+  if (c.tokens > 0) {
+    const double mean = c.sum_logprob / static_cast<double>(c.tokens);
+    j["confidence"] = {{"score", std::exp(mean)},
+                       {"mean_logprob", mean},
+                       {"min_logprob", c.min_logprob},
+                       {"tokens", c.tokens},
+                       {"tokens_below_threshold", c.below_threshold},
+                       {"threshold", gen.params().confidence_threshold}};
+  } else {
+    j["confidence"] = nullptr;
+  }
   if (job.opts.page_image) j["image"] = p.image.empty() ? json(nullptr) : json(p.image);
   return j;
 }
@@ -255,6 +270,13 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   GenParams p = parse_gen_params(body, Api::kChat, ctx);
   if (p.n != 1) bad_request("'n' must be 1 for /v1/ocr (one result per page)", "n");
   if (p.logprobs >= 0) bad_request("'logprobs' is not supported by /v1/ocr", "logprobs");
+  // Page confidence: statistics of the sampled tokens' log-probabilities, always kept.
+  p.confidence_threshold = kDefaultConfidenceThreshold;
+  if (auto v = opt_number(body, "confidence_threshold")) {
+    if (!(*v > 0 && *v < 1)) bad_request(str("'confidence_threshold' must be a probability in (0, 1), got ", *v),
+                                         "confidence_threshold");
+    p.confidence_threshold = static_cast<float>(*v);
+  }
   job->opts = parse_ocr_options(body, ctx);
   if (job->opts.progress && !p.stream) bad_request("'progress' events need 'stream': true", "progress");
   const io::PageRange range = [&] {

@@ -46,6 +46,10 @@ struct GenParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   int logprobs = -1;                 // -1: none; k: the chosen token's and the top k
+  // > 0: each choice keeps statistics of its sampled tokens' log-probabilities (/v1/ocr's page
+  // confidence), counting those with probability below this; the engine computes the chosen
+  // token's log-probability from the logits it samples from, at no extra pass.
+  float confidence_threshold = 0;
   bool tokens_as_ids = false;        // return_tokens_as_token_ids
   int n = 1;
   bool echo = false;                 // completions only

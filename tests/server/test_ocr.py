@@ -4,6 +4,7 @@ and the error cases."""
 import base64
 import os
 import json
+import math
 import sys
 import socket
 import time
@@ -82,6 +83,28 @@ def test_png_data_url_matches_chat(server):
     # The same image-only OCR prompt as a chat request with just the image.
     assert r.json()["pages"][0]["text"] == chat["choices"][0]["message"]["content"]
     assert r.json()["usage"]["prompt_tokens"] == chat["usage"]["prompt_tokens"]
+
+
+def test_page_confidence_is_the_sampled_tokens_logprobs(server):
+    """Each page's confidence summarises the log-probabilities of the tokens it sampled: the same
+    numbers a chat request with `logprobs: true` returns for the same image."""
+    url = "data:image/png;base64," + b64(PNG)
+    opts = {"temperature": 0, "max_tokens": 24, "ignore_eos": True}
+    r = server.post("/v1/ocr", {"document": url, "confidence_threshold": 0.3, **opts})
+    assert r.status_code == 200, r.text
+    c = r.json()["pages"][0]["confidence"]
+    chat = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}]}], "logprobs": True, **opts}).json()
+    lps = [t["logprob"] for t in chat["choices"][0]["logprobs"]["content"]]
+    assert len(lps) == 24 and c["tokens"] == 24
+    assert c["mean_logprob"] == pytest.approx(sum(lps) / len(lps), rel=1e-5, abs=1e-6)
+    assert c["min_logprob"] == pytest.approx(min(lps), rel=1e-5, abs=1e-6)
+    assert c["tokens_below_threshold"] == sum(lp < math.log(0.3) for lp in lps)
+    assert c["threshold"] == pytest.approx(0.3)
+    assert c["score"] == pytest.approx(math.exp(c["mean_logprob"]))
+    for bad in (0, 1, -0.5, "x"):
+        e = server.post("/v1/ocr", {"document": url, "confidence_threshold": bad, **opts})
+        assert e.status_code == 400 and e.json()["error"]["param"] == "confidence_threshold", bad
 
 
 def test_grounding_mode_is_the_image_then_grounding(server):

@@ -303,7 +303,8 @@ def test_rendering_tables_math_boxes_and_hostile_html(srv):
                 "[link](javascript:window.__xss=3)")
         d.execute_script("""
           const doc = new window.locrApp.Doc(new File(['x'], 'synthetic.pdf'), {boxes: true});
-          doc.onPage({page: 1, index: 0, text: arguments[0], finish_reason: 'stop', confidence: 0.9731,
+          doc.onPage({page: 1, index: 0, text: arguments[0], finish_reason: 'stop', confidence: {score: 0.9731, mean_logprob: -0.0273,
+                                     min_logprob: -1.2, tokens: 10, tokens_below_threshold: 2, threshold: 0.5},
                       usage: {completion_tokens: 10}, timings: {total_s: 1.5},
                       dimensions: {width: 30, height: 20}, image: arguments[1]});
         """, text, png_data_url())
@@ -324,7 +325,7 @@ def test_rendering_tables_math_boxes_and_hostile_html(srv):
         style = boxes[0].get_attribute("style")
         assert "left: 10%" in style and "top: 20%" in style and "width: 40%" in style and "height: 40%" in style
         assert rendered.find_element(By.CSS_SELECTOR, ".box-ref").text == "image 1"
-        assert page.find_element(By.CSS_SELECTOR, ".page-confidence").text == "confidence 97.3 %"
+        assert page.find_element(By.CSS_SELECTOR, ".page-confidence").text == "confidence 97.3 % · 2 uncertain token(s)"
         shot(d, "rendering")
     finally:
         d.quit()

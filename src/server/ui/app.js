@@ -240,9 +240,13 @@
       const bar = el.querySelector(".page-bar");
       bar.max = 1;
       bar.value = 1;
-      if (typeof r.confidence === "number") {
+      const conf = r.confidence;
+      if (conf && typeof conf.score === "number") {
         const c = el.querySelector(".page-confidence");
-        c.textContent = "confidence " + (100 * r.confidence).toFixed(1) + " %";
+        c.textContent = "confidence " + (100 * conf.score).toFixed(1) + " %" +
+          (conf.tokens_below_threshold ? " · " + conf.tokens_below_threshold + " uncertain token(s)" : "");
+        c.title = "geometric mean token probability; lowest token log-probability " + conf.min_logprob.toFixed(2) +
+          "; tokens under probability " + conf.threshold + ": " + conf.tokens_below_threshold + " of " + conf.tokens;
         c.hidden = false;
       }
       el.querySelector(".raw").textContent = r.text;
