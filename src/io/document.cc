@@ -45,6 +45,11 @@ Image Document::render_page(int index) const {
   fail(ErrorKind::kInternal, "unknown document kind");
 }
 
+double Document::page_width_points(int index) const {
+  if (impl_->kind == DocumentKind::kPdf && index >= 0 && index < impl_->pages) return impl_->pdf->page_size(index).width_pt;
+  return page_size(index).width;
+}
+
 ImageSize Document::page_size(int index) const {
   if (index < 0 || index >= impl_->pages)
     fail(ErrorKind::kInvalidArgument, "page ", static_cast<int64_t>(index) + 1, " is out of range: the document has ",

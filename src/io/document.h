@@ -46,6 +46,9 @@ class Document {
   // from its page box and the options (kLimit when it is over the pixel limit), a TIFF page's or
   // an image's from its header (before orientation, which can only swap the sides).
   ImageSize page_size(int index) const;
+  // The page's width in points (1/72 inch): a PDF page's box; for an image or TIFF page, which has
+  // no physical size here, its width in pixels (one pixel a point). For dpi reports.
+  double page_width_points(int index) const;
 
  private:
   friend Document open_document(std::string bytes, const DocumentOptions& opts);

@@ -24,6 +24,7 @@
 #include "server/generation.h"
 #include "server/handlers.h"
 #include "server/media.h"
+#include "server/ocr_mistral.h"
 #include "server/openai_response.h"
 #include "server/request_log.h"
 #include "server/sse.h"
@@ -57,9 +58,10 @@ bool string_field(const std::string& k) {
 struct OcrRequest {
   json body;
   std::string bytes;  // the document
+  MistralOptions mistral;
 };
 
-OcrRequest read_request(const httplib::Request& req) {
+OcrRequest read_request(const httplib::Request& req, const ServerOptions& opts) {
   OcrRequest r;
   if (req.is_multipart_form_data()) {
     r.body = json::object();
@@ -85,6 +87,11 @@ OcrRequest read_request(const httplib::Request& req) {
     if (!have_file) bad_request("the multipart upload needs a 'file' field with the document", "file");
   } else {
     r.body = parse_body(req.body);
+    if (is_mistral_request(r.body)) {
+      r.mistral = read_mistral_request(r.body, r.bytes, opts);
+      if (r.bytes.empty()) bad_request("the document is empty", "document");
+      return r;
+    }
     auto doc = opt_string(r.body, "document");
     if (!doc) bad_request("'document' is required: the file as base64 or a data: URL (or upload it as multipart field 'file')",
                           "document");
@@ -160,7 +167,9 @@ OcrOptions parse_ocr_options(const json& body, const ServerContext& ctx) {
 struct PageState {
   int page = 0;  // 1-based page number in the document
   int width = 0, height = 0;  // the image the model reads (box coordinates are relative to it)
+  int dpi = 72;               // of that image (an image page: 72 at its own size)
   std::string image;          // include_page_image: JPEG data: URL, once rendered, until sent
+  io::Image kept;             // Mistral include_image_base64: the page, for the figures' crops
   double render_s = 0;
   double first_token_s = -1, finished_s = -1;
   bool emitted = false;
@@ -172,6 +181,7 @@ struct OcrJob {
   int page_count = 0;
   std::string format;
   OcrOptions opts;
+  MistralOptions mistral;
   std::vector<PageState> pages;
   Clock::time_point submitted;
   int next_in_order = 0;  // order "page": the next page index to emit
@@ -235,6 +245,23 @@ json summary_json(const OcrJob& job, const Generation& gen, bool with_pages) {
   return j;
 }
 
+// The response in Mistral's OCR shape (ocr_mistral.h).
+json mistral_json(OcrJob& job, const Generation& gen) {
+  json pages = json::array();
+  int next_image = 0;
+  for (size_t i = 0; i < job.pages.size(); ++i) {
+    PageState& p = job.pages[i];
+    const json mine = page_json(job, gen, static_cast<int>(i));
+    pages.push_back(mistral_page(p.page - 1, mine["text"].get<std::string>(), p.width, p.height, p.dpi,
+                                 p.kept.rgb.empty() ? nullptr : &p.kept, mine["confidence"], job.mistral, &next_image));
+    p.kept = io::Image{};
+  }
+  return {{"pages", std::move(pages)},
+          {"model", job.model},
+          {"usage_info", {{"pages_processed", static_cast<int>(job.pages.size())}, {"doc_size_bytes", job.mistral.doc_size_bytes}}},
+          {"document_annotation", nullptr}};
+}
+
 // progress: true. What the pages have done so far: every selected page with its state ("waiting",
 // "running", "done") and tokens; sent when the stream starts and then at most every
 // kProgressInterval while tokens come.
@@ -263,7 +290,7 @@ json progress_json(const OcrJob& job, const Generation& gen) {
 }  // namespace
 
 void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  OcrRequest in = read_request(req);
+  OcrRequest in = read_request(req, ctx.opts());
   const json& body = in.body;
   auto job = std::make_shared<OcrJob>();
   job->model = check_model(body, ctx);
@@ -278,6 +305,7 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     p.confidence_threshold = static_cast<float>(*v);
   }
   job->opts = parse_ocr_options(body, ctx);
+  job->mistral = in.mistral;
   if (job->opts.progress && !p.stream) bad_request("'progress' events need 'stream': true", "progress");
   const io::PageRange range = [&] {
     try {
@@ -340,9 +368,12 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     largest_page = std::max(largest_page, page_bytes);
     held_bytes += static_cast<int64_t>(prompts[i].ids.size()) * 4 + kPageOverheadBytes;
     if (job->opts.page_image) held_bytes += page_bytes / kPageImageDivisor;
+    if (job->mistral.include_image_base64) held_bytes += page_bytes;  // kept for the crops
     job->pages[i].page = selected[i];
     job->pages[i].height = model_size[0];
     job->pages[i].width = model_size[1];
+    const double points = shared_doc->page_width_points(index);
+    job->pages[i].dpi = points > 0 ? static_cast<int>(std::lround(72.0 * model_size[1] / points)) : 72;
     const int page_number = selected[i];
     prompts[i].load_images = [&ctx, shared_doc, job, i, index, size, n_tokens, page_number] {
       const auto t0 = Clock::now();
@@ -356,6 +387,7 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
         img = model::preprocess(small, ctx.model().processor_config());
         if (job->opts.page_image)
           job->pages[i].image = "data:image/jpeg;base64," + base64_encode(io::encode_jpeg(small, kPageImageQuality));
+        if (job->mistral.include_image_base64) job->pages[i].kept = small;
       } catch (const locr::Error& e) {
         throw locr::Error(e.kind(), str("cannot render page ", page_number, ": ", e.what()));
       }
@@ -399,6 +431,12 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   };
 
   GenerationWriter w;
+  if (job->mistral.active) {
+    w.on_deltas = [track](std::vector<ChoiceDelta>& ds, std::string&) { track(ds); };
+    w.on_done = [job, gen](std::string& out) { out = json_text(mistral_json(*job, *gen)); };
+    respond_with_generation(ctx, res, gen, "application/json", std::move(w));
+    return;
+  }
   if (!p.stream) {
     w.on_deltas = [track](std::vector<ChoiceDelta>& ds, std::string&) { track(ds); };
     w.on_done = [job, gen](std::string& out) { out = json_text(summary_json(*job, *gen, true)); };

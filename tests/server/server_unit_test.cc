@@ -17,6 +17,8 @@
 #include "server/errors.h"
 #include "server/http_server.h"
 #include "server/media.h"
+#include "server/ocr_figures.h"
+#include "server/ocr_mistral.h"
 #include "server/memory_plan.h"
 #include "server/stop_matcher.h"
 
@@ -136,6 +138,86 @@ TEST(Base64, EncodeIsRfc4648WithPadding) {
   std::string all;
   for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
   EXPECT_EQ(*base64_decode(base64_encode(all)), all);
+}
+
+TEST(OcrFigures, FindsBboxMarkersWithTheirSpans) {
+  const std::string t = "Intro\n![image](image_1.png)100,200,500,600\ntext ![chart](image_2.png) 10 , 20 ,30, 40 end";
+  const auto f = find_figures(t);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].alt, "image");
+  EXPECT_EQ(f[0].target, "image_1.png");
+  EXPECT_EQ((std::vector<int>{f[0].x1, f[0].y1, f[0].x2, f[0].y2}), (std::vector<int>{100, 200, 500, 600}));
+  EXPECT_EQ(t.substr(f[0].begin, f[0].end - f[0].begin), "![image](image_1.png)100,200,500,600");
+  EXPECT_EQ(t.substr(f[1].begin, f[1].end - f[1].begin), "![chart](image_2.png) 10 , 20 ,30, 40");
+  EXPECT_EQ(replace_figures(t, f, {"img-0.jpeg", ""}),
+            "Intro\n![img-0.jpeg](img-0.jpeg)\ntext  end");
+}
+
+TEST(OcrFigures, MalformedMarkersAreNotFiguresAndBoxesAreClamped) {
+  for (const char* bad : {"![image](a.png)1,2,3", "![image](a.png)1,2,x,4", "![im\nage](a.png)1,2,3,4",
+                          "![image](a.png)1234567,2,3,4", "![image](a.png", "![image]a.png)1,2,3,4",
+                          "![image](a.png)5,5,5,9" /* empty box */})
+    EXPECT_TRUE(find_figures(bad).empty()) << bad;
+  const auto f = find_figures("![image](a.png)1200,900,300,-0");
+  // "-0" is not a number: three coordinates only.
+  EXPECT_TRUE(f.empty());
+  const auto g = find_figures("![x](y)1200,900,300,50");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ((std::vector<int>{g[0].x1, g[0].y1, g[0].x2, g[0].y2}), (std::vector<int>{300, 50, 1000, 900}));
+}
+
+TEST(OcrFigures, PixelsAndCrop) {
+  Figure f;
+  f.x1 = 100, f.y1 = 250, f.x2 = 500, f.y2 = 1000;
+  const PixelBox b = figure_pixels(f, 200, 100);
+  EXPECT_EQ((std::vector<int>{b.left, b.top, b.right, b.bottom}), (std::vector<int>{20, 25, 100, 100}));
+  Figure thin;
+  thin.x1 = 0, thin.y1 = 0, thin.x2 = 1, thin.y2 = 1;
+  const PixelBox t = figure_pixels(thin, 10, 10);
+  EXPECT_EQ(t.right - t.left, 1);
+  EXPECT_EQ(t.bottom - t.top, 1);
+  io::Image page;
+  page.width = 4, page.height = 3;
+  for (int i = 0; i < 12; ++i) page.rgb.insert(page.rgb.end(), {uint8_t(i), uint8_t(100 + i), uint8_t(200 + i)});
+  const io::Image c = crop(page, PixelBox{1, 1, 3, 3});
+  ASSERT_EQ(c.width, 2);
+  ASSERT_EQ(c.height, 2);
+  EXPECT_EQ((std::vector<uint8_t>{c.rgb[0], c.rgb[3], c.rgb[6], c.rgb[9]}), (std::vector<uint8_t>{5, 6, 9, 10}));
+}
+
+TEST(MistralPage, FiguresBecomeNumberedCropsAndReferences) {
+  io::Image page;
+  page.width = 200, page.height = 100;
+  page.rgb.assign(static_cast<size_t>(200) * 100 * 3, 255);
+  const std::string md = "A ![image](image_1.png)0,0,500,500 B ![image](image_2.png)900,900,905,905 C "
+                         "![image](image_3.png)500,500,1000,1000";
+  MistralOptions o;
+  o.active = true;
+  o.include_image_base64 = true;
+  o.image_min_size = 2;  // the second figure is 1x0.5 px: dropped
+  int next = 3;          // numbering goes on across the document's pages
+  const nlohmann::json p = mistral_page(4, md, 200, 100, 144, &page, nullptr, o, &next);
+  EXPECT_EQ(p["index"], 4);
+  EXPECT_EQ(p["dimensions"], (nlohmann::json{{"dpi", 144}, {"height", 100}, {"width", 200}}));
+  EXPECT_EQ(p["markdown"], "A ![img-3.jpeg](img-3.jpeg) B  C ![img-4.jpeg](img-4.jpeg)");
+  ASSERT_EQ(p["images"].size(), 2u);
+  EXPECT_EQ(next, 5);
+  const auto& a = p["images"][0];
+  EXPECT_EQ(a["id"], "img-3.jpeg");
+  EXPECT_EQ((std::vector<int>{a["top_left_x"], a["top_left_y"], a["bottom_right_x"], a["bottom_right_y"]}),
+            (std::vector<int>{0, 0, 100, 50}));
+  const std::string url = a["image_base64"];
+  ASSERT_EQ(url.rfind("data:image/jpeg;base64,", 0), 0u);
+  const io::Image crop = io::decode_image(*base64_decode(url.substr(23)));
+  EXPECT_EQ(crop.width, 100);
+  EXPECT_EQ(crop.height, 50);
+  EXPECT_FALSE(p.contains("confidence_scores"));
+  // image_limit counts across the document; without base64 no crop is made.
+  o.include_image_base64 = false;
+  o.image_limit = 4;
+  const nlohmann::json q = mistral_page(0, md, 200, 100, 72, nullptr, nullptr, o, &next);
+  ASSERT_EQ(q["images"].size(), 0u);
+  EXPECT_EQ(q["markdown"], "A  B  C ");
 }
 
 TEST(RootPath, NormalisedOrRefused) {
