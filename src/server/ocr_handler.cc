@@ -79,7 +79,7 @@ OcrRequest read_request(const httplib::Request& req, const ServerOptions& opts) 
       json v;
       try {
         v = json::parse(part.content);
-      } catch (const json::parse_error&) {
+      } catch (const json::exception&) {  // not JSON, or a number out of range: the text
         v = part.content;
       }
       r.body[name] = v.is_primitive() ? v : json(part.content);

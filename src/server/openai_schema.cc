@@ -57,6 +57,9 @@ json parse_body(const std::string& body) {
     j = json::parse(body);
   } catch (const json::parse_error& e) {
     bad_request(str("the request body is not valid JSON: ", e.what()));
+  } catch (const json::out_of_range& e) {
+    // A number past double's range (1e999): nlohmann refuses it (406) where Python reads inf.
+    bad_request(str("the request body has a number out of range: ", e.what()));
   }
   if (!j.is_object()) bad_request(str("the request body must be a JSON object, got ", type_name(j)));
   return j;

@@ -19,6 +19,7 @@
 #include "server/media.h"
 #include "server/ocr_figures.h"
 #include "server/ocr_mistral.h"
+#include "server/openai_schema.h"
 #include "server/memory_plan.h"
 #include "server/stop_matcher.h"
 
@@ -218,6 +219,19 @@ TEST(MistralPage, FiguresBecomeNumberedCropsAndReferences) {
   const nlohmann::json q = mistral_page(0, md, 200, 100, 72, nullptr, nullptr, o, &next);
   ASSERT_EQ(q["images"].size(), 0u);
   EXPECT_EQ(q["markdown"], "A  B  C ");
+}
+
+TEST(ParseBody, NumbersPastDoubleAre400NotACrash) {
+  // Found by the openai_schema fuzzer: nlohmann throws out_of_range (not parse_error) for these.
+  for (const char* body : {R"({"messages":646e66660})", R"({"max_tokens": 1e999})", R"({"x": -1e400})"}) {
+    try {
+      parse_body(body);
+      ADD_FAILURE() << body << " parsed";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(RootPath, NormalisedOrRefused) {
