@@ -120,7 +120,7 @@ TEST(Engine, CancelFreesBlocks) {
   collect(*s2, &reason);
   EXPECT_EQ(reason, "stop");
   const std::string m = engine.metrics().render("tiny");
-  EXPECT_NE(m.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"stop\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"stop\"} 1.0"), std::string::npos) << m;
 }
 
 TEST(Engine, PrefixCachingReusesBlocksAndKeepsTokens) {
