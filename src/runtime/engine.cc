@@ -508,8 +508,15 @@ bool Engine::step() {
   }
   model::StepOutput out;
   exec_->step(steps, &out);
+  // Tokens of this step as vLLM counts them: prompt tokens computed plus tokens generated (a
+  // decode row feeds back a token already counted when it was generated).
   int64_t step_tokens = 0;
-  for (const auto& sc : sched) step_tokens += sc.n;
+  for (size_t k = 0; k < sched.size(); ++k) {
+    const Seq& s = *sched[k].s;
+    const bool decode_row = sched[k].n == 1 && s.n_generated() >= 1 && s.pending() == 1;
+    if (!decode_row) step_tokens += sched[k].n;
+    if (sample_seqs[k]) ++step_tokens;
+  }
   metrics_.iteration_tokens.observe(static_cast<double>(step_tokens));
   for (const auto& sc : sched) {
     sc.s->n_computed += sc.n;

@@ -56,7 +56,7 @@ struct EngineMetrics {
   // scheduled to last token.
   Histogram prefill_time, decode_time, inference_time;
   Histogram max_tokens_param;   // the max_tokens each finished request ran with
-  Histogram iteration_tokens;   // tokens the model processed in one engine step
+  Histogram iteration_tokens;   // per engine step: prompt tokens computed + tokens generated
   // vllm:cache_config_info labels (name, value), set once before the engine thread starts.
   std::vector<std::pair<std::string, std::string>> cache_config;
 
