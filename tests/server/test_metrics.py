@@ -3,6 +3,7 @@ every family with HELP and TYPE, the series the Kubernetes Gateway API Inference
 endpoint picker scrapes (vllm:num_requests_waiting, vllm:num_requests_running,
 vllm:kv_cache_usage_perc, vllm:cache_config_info) moving with load, and vLLM's per-request
 histograms counting the requests sent. Also /v1/models field by field against vLLM's ModelCard."""
+import os
 import re
 import threading
 import time
@@ -118,7 +119,8 @@ def test_gateway_series_move_with_load(srv):
                           json=chat("long", **greedy(max_tokens=tokens)))
         results.append(r.status_code)
 
-    long = threading.Thread(target=client, args=(3500,))
+    # Long enough to be seen running with a second request waiting (fewer under a sanitizer, slower).
+    long = threading.Thread(target=client, args=(1500 if os.environ.get("LOCR_SANITIZER") else 3500,))
     long.start()
     assert wait_for(lambda: value(scrape(srv), "vllm:num_requests_running", model_name=NAME) >= 1)
     # A second request waits: --max-num-seqs 1.
