@@ -35,7 +35,7 @@ struct Engine::Seq {
   std::unordered_map<int32_t, int> out_counts;
   uint64_t device_seed = 0;     // seeds device sampling (the request's seed when it gives one)
   // Timing.
-  Clock::time_point t_submit, t_admit, t_last_token;
+  Clock::time_point t_submit, t_admit, t_first_token, t_last_token;
   bool admitted = false;
   bool finished = false;
   RequestTimes times;
@@ -69,8 +69,24 @@ Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
     : model_(model),
       opts_(opts),
       exec_(make_executor(model, executor_options(opts))),
-      blocks_(exec_->kv_blocks(), opts.block_size, opts.enable_prefix_caching) {
+      blocks_(exec_->kv_blocks(), opts.block_size, opts.enable_prefix_caching),
+      metrics_(opts.max_model_len) {
   if (opts_.vision_budget <= 0) opts_.vision_budget = 4LL * opts_.max_num_batched_tokens;
+  // vLLM's CacheConfig fields that mean something here, valued as Python's str() writes them.
+  metrics_.cache_config = {
+      {"block_size", std::to_string(opts_.block_size)},
+      {"cache_dtype", "auto"},
+      {"enable_prefix_caching", opts_.enable_prefix_caching ? "True" : "False"},
+      {"engine", "0"},
+      {"gpu_memory_utilization", prom_number(opts_.gpu_memory_utilization)},
+      {"is_attention_free", "False"},
+      {"kv_cache_memory_bytes", opts_.kv_cache_bytes >= 0 ? std::to_string(opts_.kv_cache_bytes) : "None"},
+      {"num_cpu_blocks", "None"},
+      {"num_gpu_blocks", std::to_string(blocks_.n_blocks())},
+      {"num_gpu_blocks_override", "None"},
+      {"prefix_caching_hash_algo", "sha256"},
+      {"sliding_window", "None"},
+  };
   free_blocks_ = blocks_.n_free();
   LOCR_INFO("engine: ", exec_->name(), " executor, ", blocks_.n_blocks(), " KV blocks of ", opts_.block_size,
             " tokens (", blocks_.n_blocks() * opts_.block_size, " tokens, ",
@@ -157,6 +173,12 @@ void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_r
   metrics_.count_finished(reason);
   metrics_.e2e.observe(s.times.finished_s);
   metrics_.gen_len.observe(static_cast<double>(s.n_generated()));
+  metrics_.max_tokens_param.observe(static_cast<double>(s.in.max_tokens));
+  if (s.admitted && s.n_generated() > 0) {
+    metrics_.prefill_time.observe(secs(s.t_admit, s.t_first_token));
+    metrics_.decode_time.observe(secs(s.t_first_token, s.t_last_token));
+    metrics_.inference_time.observe(secs(s.t_admit, s.t_last_token));
+  }
   TokenEvent e;
   e.finished = true;
   e.finish_reason = reason;
@@ -298,6 +320,7 @@ void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
   ++s.out_counts[tok];
   const auto now = Clock::now();
   if (s.n_generated() == 1) {
+    s.t_first_token = now;
     s.times.first_token_s = secs(s.t_submit, now);
     metrics_.ttft.observe(s.times.first_token_s);
   } else {
@@ -485,6 +508,16 @@ bool Engine::step() {
   }
   model::StepOutput out;
   exec_->step(steps, &out);
+  // Tokens of this step as vLLM counts them: prompt tokens computed plus tokens generated (a
+  // decode row feeds back a token already counted when it was generated).
+  int64_t step_tokens = 0;
+  for (size_t k = 0; k < sched.size(); ++k) {
+    const Seq& s = *sched[k].s;
+    const bool decode_row = sched[k].n == 1 && s.n_generated() >= 1 && s.pending() == 1;
+    if (!decode_row) step_tokens += sched[k].n;
+    if (sample_seqs[k]) ++step_tokens;
+  }
+  metrics_.iteration_tokens.observe(static_cast<double>(step_tokens));
   for (const auto& sc : sched) {
     sc.s->n_computed += sc.n;
     publish_blocks(*sc.s);

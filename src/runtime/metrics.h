@@ -1,6 +1,8 @@
 // Engine metrics: counters, gauges and histograms, safe to update from the engine thread and read
-// from HTTP threads, rendered in Prometheus text format with vLLM's metric names (labelled
-// model_name) so existing dashboards work, plus locr's OCR-specific series.
+// from HTTP threads, rendered in Prometheus text format with vLLM's metric names, help, types
+// and bucket bounds (labelled model_name) so existing dashboards, autoscalers and gateway
+// endpoint pickers work, plus locr's OCR-specific series. Numbers are printed as the Python
+// Prometheus client prints them (shortest round-trip form, "1.0", "+Inf").
 #pragma once
 
 #include <array>
@@ -8,16 +10,28 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace locr::runtime {
+
+// A float as prometheus_client writes it: the shortest text that reads back to the same double,
+// integral values with ".0", and "+Inf", "-Inf", "NaN".
+std::string prom_number(double v);
+// A label value with \, " and newlines escaped as the text format requires.
+std::string prom_escape(const std::string& v);
+// Appends the "# HELP" and "# TYPE" lines of a family.
+void prom_family(std::string& out, const std::string& name, const char* type, const std::string& help);
+// vLLM's token-count buckets: 1, 2, 5, 10, 20, 50, ... up to max_value.
+std::vector<double> buckets_1_2_5(int64_t max_value);
 
 class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
   void observe(double v);
-  // Appends Prometheus lines for `name` with the given label set (e.g. model_name="x").
-  void render(std::string& out, const std::string& name, const std::string& labels) const;
+  // Appends the family (HELP, TYPE, buckets, sum, count) for `name` with the given label set
+  // (e.g. model_name="x").
+  void render(std::string& out, const std::string& name, const std::string& help, const std::string& labels) const;
 
  private:
   std::vector<double> bounds_;
@@ -28,7 +42,7 @@ class Histogram {
 };
 
 struct EngineMetrics {
-  EngineMetrics();
+  explicit EngineMetrics(int64_t max_model_len = 8192);
   std::atomic<int64_t> num_running{0}, num_waiting{0};
   std::atomic<double> kv_usage{0};
   std::atomic<uint64_t> prompt_tokens{0}, generation_tokens{0}, preemptions{0};
@@ -37,6 +51,14 @@ struct EngineMetrics {
   std::mutex finished_mu;
   std::map<std::string, uint64_t> finished;  // finished_reason -> count
   Histogram ttft, itl, e2e, queue, vision_seconds, image_tokens, prompt_len, gen_len;
+  // Per finished request that was scheduled and produced tokens, as vLLM defines them: prefill
+  // from first scheduled to first token, decode from first to last token, inference from first
+  // scheduled to last token.
+  Histogram prefill_time, decode_time, inference_time;
+  Histogram max_tokens_param;   // the max_tokens each finished request ran with
+  Histogram iteration_tokens;   // per engine step: prompt tokens computed + tokens generated
+  // vllm:cache_config_info labels (name, value), set once before the engine thread starts.
+  std::vector<std::pair<std::string, std::string>> cache_config;
 
   void count_finished(const std::string& reason);
   std::string render(const std::string& model_name) const;

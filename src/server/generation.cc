@@ -174,7 +174,15 @@ void Generation::finish(Choice& c, ChoiceDelta& d, const std::string& reason, nl
   d.stop_reason = stop_reason;
   results_[c.index].finish_reason = reason;
   results_[c.index].stop_reason = std::move(stop_reason);
-  if (--unfinished_[c.prompt] == 0) --in_flight_;
+  if (--unfinished_[c.prompt] == 0) {
+    --in_flight_;
+    // vLLM records n and the longest choice once per prompt, when its last choice finishes.
+    if (c.stream) {
+      int64_t longest = 0;
+      for (int j = 0; j < n_; ++j) longest = std::max<int64_t>(longest, results_[c.prompt * n_ + j].n_tokens);
+      ctx_.metrics().observe_prompt_done(n_, longest);
+    }
+  }
 }
 
 void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {

@@ -10,6 +10,7 @@ ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& en
     : model_(model),
       engine_(engine),
       opts_(std::move(opts)),
+      metrics_(engine.options().max_model_len),
       decode_budget_(opts_.max_decode_bytes),
       seed_rng_(opts_.seed),
       id_rng_(std::random_device{}()) {

@@ -1,7 +1,8 @@
 // Server-side metrics, rendered after the engine's in /metrics: HTTP requests by handler, method
 // and status class (the names prometheus-fastapi-instrumentator gives vLLM's server), requests in
-// flight, client disconnects, and finishes decided by the server (stop strings), which the
-// engine sees as aborts.
+// flight, client disconnects, finishes decided by the server (stop strings), which the
+// engine sees as aborts, and the per-request families vLLM records once all n choices of a
+// prompt are done (vllm:request_params_n, vllm:request_max_num_generation_tokens).
 #pragma once
 
 #include <atomic>
@@ -17,7 +18,10 @@ namespace locr::server {
 
 class ServerMetrics {
  public:
-  ServerMetrics();
+  explicit ServerMetrics(int64_t max_model_len = 8192);
+  // Once per prompt of a request, when all its `n` choices have finished; `max_generated` is the
+  // most tokens one of them generated.
+  void observe_prompt_done(int n, int64_t max_generated);
   void count_request(const std::string& handler, const std::string& method, int status, double seconds);
   std::string render(const std::string& model_name) const;
 
@@ -29,7 +33,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> requests_;
-  runtime::Histogram duration_;
+  runtime::Histogram duration_, params_n_, max_generation_tokens_;
 };
 
 }  // namespace locr::server

@@ -50,7 +50,20 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
 void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Response& res) {
   static const int64_t created = unix_now();
   json data = json::array();
-  for (const auto& name : ctx.opts().served_model_names)
+  for (const auto& name : ctx.opts().served_model_names) {
+    // One entry with vLLM's ModelPermission defaults (a fresh id each listing, as vLLM's).
+    json permission = {{"id", "modelperm-" + ctx.random_hex()},
+                       {"object", "model_permission"},
+                       {"created", unix_now()},
+                       {"allow_create_engine", false},
+                       {"allow_sampling", true},
+                       {"allow_logprobs", true},
+                       {"allow_search_indices", false},
+                       {"allow_view", true},
+                       {"allow_fine_tuning", false},
+                       {"organization", "*"},
+                       {"group", nullptr},
+                       {"is_blocking", false}};
     data.push_back({{"id", name},
                     {"object", "model"},
                     {"created", created},
@@ -58,7 +71,8 @@ void handle_models(ServerContext& ctx, const httplib::Request&, httplib::Respons
                     {"root", ctx.opts().model_path},
                     {"parent", nullptr},
                     {"max_model_len", ctx.engine().options().max_model_len},
-                    {"permission", json::array()}});
+                    {"permission", json::array({std::move(permission)})}});
+  }
   send_json(res, {{"object", "list"}, {"data", std::move(data)}});
 }
 

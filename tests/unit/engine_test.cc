@@ -120,7 +120,7 @@ TEST(Engine, CancelFreesBlocks) {
   collect(*s2, &reason);
   EXPECT_EQ(reason, "stop");
   const std::string m = engine.metrics().render("tiny");
-  EXPECT_NE(m.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"stop\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"stop\"} 1.0"), std::string::npos) << m;
 }
 
 TEST(Engine, PrefixCachingReusesBlocksAndKeepsTokens) {
@@ -309,6 +309,40 @@ TEST(Engine, StopsAtMaxTokensAndStopTokenIds) {
   EXPECT_EQ(reason, "stop");
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got.back(), ref[2]);
+}
+
+// The value of the sample line that starts with `key` + " " in Prometheus text, or -1.
+double sample(const std::string& text, const std::string& key) {
+  const size_t at = text.find("\n" + key + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size() + 2));
+}
+
+TEST(Engine, MetricsRecordPhasesAndStepTokensAsVllm) {
+  EngineOptions o;
+  o.max_num_batched_tokens = 8;  // prompts span several prefill chunks
+  o.enable_prefix_caching = false;
+  Engine engine(tiny_model(), o);
+  RequestInput a = make_request("metrics please", 5), b = make_request("and again, longer this time", 7);
+  a.ignore_eos = b.ignore_eos = true;
+  const int64_t prompt = static_cast<int64_t>(a.prompt_ids.size() + b.prompt_ids.size());
+  auto sa = engine.submit(a), sb = engine.submit(b);
+  EXPECT_EQ(collect(*sa).size(), 5u);
+  EXPECT_EQ(collect(*sb).size(), 7u);
+  const std::string m = engine.metrics().render("tiny");
+  const std::string l = "{model_name=\"tiny\"}";
+  for (const char* h : {"vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+                        "vllm:request_inference_time_seconds", "vllm:request_params_max_tokens"})
+    EXPECT_EQ(sample(m, std::string(h) + "_count" + l), 2.0) << h << "\n" << m;
+  EXPECT_EQ(sample(m, "vllm:request_params_max_tokens_sum" + l), 12.0);
+  EXPECT_GE(sample(m, "vllm:request_inference_time_seconds_sum" + l),
+            sample(m, "vllm:request_decode_time_seconds_sum" + l));
+  EXPECT_EQ(sample(m, "vllm:prompt_tokens_total" + l), static_cast<double>(prompt));
+  // Every step's prompt tokens computed plus tokens generated, summed over the steps.
+  EXPECT_EQ(sample(m, "vllm:iteration_tokens_total_sum" + l), static_cast<double>(prompt + 12));
+  EXPECT_GE(sample(m, "vllm:iteration_tokens_total_count" + l), static_cast<double>(prompt / 8 + 6));
+  EXPECT_NE(m.find("vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"False\""),
+            std::string::npos);
+  EXPECT_NE(m.find(",num_gpu_blocks=\"" + std::to_string(engine.kv_blocks_total()) + "\""), std::string::npos);
 }
 
 }  // namespace
