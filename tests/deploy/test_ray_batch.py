@@ -26,7 +26,7 @@ DOCS, PAGES = 4, 5
 @pytest.fixture(scope="module")
 def ray_cluster():
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 * 1024)
     assert [n["NodeManagerAddress"] for n in ray.nodes()] == ["127.0.0.1"]
     yield ray
     ray.shutdown()
