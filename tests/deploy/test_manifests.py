@@ -13,7 +13,7 @@ import pytest
 import requests
 import yaml
 
-from conftest import DEPLOY, MODEL, ROOT, Server
+from conftest import DEPLOY, MODEL, Server
 from crd_schemas import SCHEMAS
 
 K8S = DEPLOY / "kubernetes"
