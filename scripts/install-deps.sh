@@ -11,6 +11,7 @@ PKGS=(
   clang-14 libclang-rt-14-dev ccache  # scripts/fuzz.sh (libFuzzer) and scripts/test-sanitize.sh
   libjs-marked libjs-katex node-dompurify  # embedded in the web UI (src/server/CMakeLists.txt)
   chromium chromium-driver  # the web UI's browser tests (tests/server/test_ui.py)
+  haproxy  # deploy/haproxy/haproxy.cfg and its test (tests/deploy/test_haproxy.py)
   python3 python3-venv curl
 )
 missing=()
@@ -20,8 +21,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# Python packages for the server contract tests (tests/server), pinned, in a venv at .venv that
-# CTest runs pytest with.
+# Python packages for the server contract tests (tests/server) and the deployment tests and Ray
+# job (tests/deploy, deploy/ray), pinned, in a venv at .venv that CTest runs pytest with.
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ ! -x "$ROOT/.venv/bin/python" ]; then python3 -m venv "$ROOT/.venv"; fi
 "$ROOT/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/tests/server/requirements.txt"
+"$ROOT/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/tests/deploy/requirements.txt"
