@@ -113,7 +113,8 @@ def test_two_page_pdf_progress_pages_and_download(srv, tmp_path):
         d.get(srv.url + "/")
         wait(d, lambda: "cpu" in d.find_element(By.ID, "st-device").text, 30, "the device in the status strip")
         wait(d, lambda: d.find_element(By.ID, "st-model").text == NAME, 30, "the model name")
-        assert d.find_element(By.ID, "st-kv").text.endswith("%")
+        wait(d, lambda: d.find_element(By.ID, "st-kv").text.endswith("%"), 30, "the KV cache use from /metrics")
+        assert d.find_element(By.ID, "st-running").text.isdigit()
         d.execute_script(RECORDER)
         choose(d, pdf)
         assert "two-pages.pdf" in d.find_element(By.ID, "chosen").text

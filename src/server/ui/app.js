@@ -59,8 +59,9 @@
   async function refreshStatus() {
     try {
       const m = R.parseMetrics(await (await fetch("metrics")).text());
-      $("st-running").textContent = m["vllm:num_requests_running"] ?? "–";
-      $("st-waiting").textContent = m["vllm:num_requests_waiting"] ?? "–";
+      const count = (v) => (v === undefined ? "–" : String(Math.round(v)));  // Prometheus prints 3.0
+      $("st-running").textContent = count(m["vllm:num_requests_running"]);
+      $("st-waiting").textContent = count(m["vllm:num_requests_waiting"]);
       const kv = m["vllm:kv_cache_usage_perc"];
       $("st-kv").textContent = kv === undefined ? "–" : (100 * kv).toFixed(1) + " %";
     } catch (e) {
