@@ -13,10 +13,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "server/cors.h"
 #include "server/decode_budget.h"
 #include "server/server_metrics.h"
+#include "server/tls.h"
 
 namespace locr::server {
 
@@ -61,6 +65,12 @@ struct ServerOptions {
   int http_threads = 1024;                      // upper bound; threads start on demand
   double shutdown_timeout_s = 30;
   bool access_log = true;
+  std::vector<std::string> access_log_skip_paths;  // --disable-access-log-for-endpoints
+  int max_log_len = -1;                         // --max-log-len: most characters of a logged prompt or note; -1 all
+  CorsOptions cors;                             // --allowed-origins/-methods/-headers, --allow-credentials
+  TlsOptions tls;                               // --ssl-keyfile/--ssl-certfile/...: HTTPS when set
+  std::string response_role = "assistant";      // --response-role: the role of chat responses
+  nlohmann::json override_generation_config;    // --override-generation-config (null: none)
 };
 
 class Generation;
@@ -70,6 +80,11 @@ class ServerContext {
   ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts);
 
   const model::LightOnOcr& model() const { return model_; }
+  // The defaults requests start from (generation_config.json or vLLM's, with
+  // --override-generation-config merged; server/generation_defaults.h), and whether they apply
+  // (--generation-config auto, or any override).
+  const model::GenerationConfig& generation_defaults() const { return generation_; }
+  bool use_generation_defaults() const { return use_generation_; }
   runtime::Engine& engine() { return engine_; }
   const ServerOptions& opts() const { return opts_; }
   ServerMetrics& metrics() { return metrics_; }
@@ -95,6 +110,8 @@ class ServerContext {
   const model::LightOnOcr& model_;
   runtime::Engine& engine_;
   ServerOptions opts_;
+  model::GenerationConfig generation_;
+  bool use_generation_ = true;
   ServerMetrics metrics_;
   DecodeBudget decode_budget_;
   std::mutex rng_mu_;

@@ -1,0 +1,13 @@
+// Lone UTF-16 surrogate escapes in JSON text. Python's json (and so vLLM) accepts "\ud800" and
+// keeps the lone surrogate, which becomes U+FFFD once the text is encoded; nlohmann::json refuses
+// the whole body. replace_lone_surrogates rewrites each lone \uD800-\uDFFF escape (one not part
+// of a high+low pair) to \uFFFD before parsing; everything else is left byte for byte.
+#pragma once
+
+#include <string>
+
+namespace locr::server {
+
+std::string replace_lone_surrogates(const std::string& json_text);
+
+}  // namespace locr::server
