@@ -25,12 +25,14 @@ bool is_low(int v) { return v >= 0xDC00 && v <= 0xDFFF; }
 
 }  // namespace
 
+bool has_surrogate_escape(const std::string& s) {
+  for (size_t i = s.find("\\u"); i != std::string::npos && i + 2 < s.size(); i = s.find("\\u", i + 1))
+    if (s[i + 2] == 'd' || s[i + 2] == 'D') return true;
+  return false;
+}
+
 std::string replace_lone_surrogates(const std::string& s) {
-  // Fast path: no escape that could be a surrogate.
-  bool any = false;
-  for (size_t i = 0; i + 2 < s.size() && !any; ++i)
-    any = s[i] == '\\' && s[i + 1] == 'u' && (s[i + 2] == 'd' || s[i + 2] == 'D');
-  if (!any) return s;
+  if (!has_surrogate_escape(s)) return s;
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {

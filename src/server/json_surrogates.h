@@ -8,6 +8,8 @@
 
 namespace locr::server {
 
+// True if the text has a \uD... escape at all (a scan, no copy): only then is the rewrite needed.
+bool has_surrogate_escape(const std::string& json_text);
 std::string replace_lone_surrogates(const std::string& json_text);
 
 }  // namespace locr::server

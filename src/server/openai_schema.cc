@@ -56,7 +56,8 @@ json parse_body(const std::string& body) {
   json j;
   try {
     // A lone surrogate escape ("\ud800") is taken as Python's json takes it (U+FFFD once encoded).
-    j = json::parse(replace_lone_surrogates(body));
+    if (has_surrogate_escape(body)) j = json::parse(replace_lone_surrogates(body));
+    else j = json::parse(body);
   } catch (const json::parse_error& e) {
     bad_request(str("the request body is not valid JSON: ", e.what()));
   }

@@ -81,7 +81,10 @@ TEST(JsonSurrogates, LoneOnesBecomeReplacementPairsStay) {
   // What nlohmann::json then makes of it: U+FFFD.
   const auto j = nlohmann::json::parse(replace_lone_surrogates(R"({"a":"x\ud800"})"));
   EXPECT_EQ(j["a"].get<std::string>(), "x\xEF\xBF\xBD");
-  EXPECT_THROW((void)nlohmann::json::parse(R"({"a":"x\ud800"})"), nlohmann::json::parse_error);
+  nlohmann::json raw;
+  EXPECT_THROW(raw = nlohmann::json::parse(R"({"a":"x\ud800"})"), nlohmann::json::parse_error);
+  EXPECT_FALSE(has_surrogate_escape(R"({"a":"\u00e9 \n"})"));
+  EXPECT_TRUE(has_surrogate_escape(R"({"a":"\uD800"})"));
 }
 
 TEST(GenerationDefaults, OverridesMergeOverTheBase) {
