@@ -23,6 +23,7 @@
 #include "server/auth.h"
 #include "server/http_server.h"
 #include "server/memory_plan.h"
+#include "server/tls.h"
 #include "server/server_context.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_api.h"
@@ -288,9 +289,11 @@ int cmd_serve(int argc, char** argv) {
   if (so.served_model_names.empty()) so.served_model_names.push_back(dir);
   so.model_path = dir;
   so.version = LOCR_VERSION_STRING;
-  if (a.get_all("api-key").size() > 1)
-    fail(ErrorKind::kUnsupported, "--api-key: locr takes one key, got ", a.get_all("api-key").size());
-  so.api_key = server::resolve_api_key(a.has("api-key") ? std::optional<std::string>(a.get("api-key")) : std::nullopt);
+  // vLLM's --api-key takes several keys; any of them is accepted.
+  const std::vector<std::string> keys = a.get_all("api-key");
+  so.api_key = server::resolve_api_key(keys.empty() ? std::nullopt : std::optional<std::string>(keys.front()));
+  for (size_t i = 1; i < keys.size(); ++i)
+    if (!keys[i].empty()) so.extra_api_keys.push_back(keys[i]);
   if (!so.api_key.empty())
     LOCR_INFO("serve: API key required on /v1/*, /tokenize and /detokenize (from ",
               a.has("api-key") ? "--api-key" : "VLLM_API_KEY", ")");
@@ -352,6 +355,7 @@ int cmd_serve(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "HTTPS needs both --ssl-keyfile and --ssl-certfile");
   if (!so.tls.enabled() && (a.has("ssl-ca-certs") || a.has("ssl-cert-reqs") || a.has("ssl-ciphers")))
     fail(ErrorKind::kInvalidArgument, "--ssl-ca-certs, --ssl-cert-reqs and --ssl-ciphers need --ssl-keyfile and --ssl-certfile");
+  if (so.tls.enabled()) server::TlsContext check_early(so.tls);  // a bad key or certificate stops start-up before loading
   so.max_log_len = a.get_int("max-log-len", -1);
   if (so.max_log_len < -1) fail(ErrorKind::kInvalidArgument, "--max-log-len must be >= 0");
   so.response_role = a.get("response-role", "assistant");

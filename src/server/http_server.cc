@@ -334,7 +334,13 @@ void HttpServer::install_routes() {
   auto api = [&ctx](Fn fn, bool generation) {
     return [&ctx, fn, generation](const httplib::Request& req, httplib::Response& res) {
       const std::string& key = ctx.opts().api_key;
-      if (!key.empty() && !api_key_matches(req.get_header_value("Authorization"), key)) {
+      bool key_ok = key.empty();
+      if (!key_ok) {
+        const std::string auth = req.get_header_value("Authorization");
+        key_ok = api_key_matches(auth, key);
+        for (const std::string& k : ctx.opts().extra_api_keys) key_ok = api_key_matches(auth, k) || key_ok;  // all compared
+      }
+      if (!key_ok) {
         res.set_header("WWW-Authenticate", "Bearer");
         send_json(res, error_body(401, "Unauthorized: a valid API key is required (Authorization: Bearer KEY)"), 401);
         return;

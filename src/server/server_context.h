@@ -31,6 +31,7 @@ struct ServerOptions {
   std::string model_path;                       // shown as `root` in /v1/models
   std::string version = "0.0.0";
   std::string api_key;                          // empty: no authentication
+  std::vector<std::string> extra_api_keys;      // --api-key K1 K2 ...: the keys after the first, also accepted
   std::string device;                           // what /version reports, e.g. "cpu-bf16 (avx2, 2 threads)"
   // The web UI at / (--no-ui: off), and --root-path: the prefix a proxy serves this server under
   // ("" or "/prefix", no trailing slash). Requests whose path starts with it are routed without it.

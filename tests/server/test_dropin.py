@@ -208,3 +208,15 @@ def test_model_flag():
         assert s.get("/v1/models").status_code == 200
     finally:
         s.stop()
+
+
+def test_several_api_keys_as_vllm():
+    s = Server("--api-key", "key-one", "key-two")
+    try:
+        body = {"prompt": "hi", "max_tokens": 1}
+        for key in ("key-one", "key-two"):
+            assert s.post("/v1/completions", body, headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        assert s.post("/v1/completions", body, headers={"Authorization": "Bearer key-three"}).status_code == 401
+        assert s.post("/v1/completions", body).status_code == 401
+    finally:
+        s.stop()
