@@ -115,6 +115,16 @@ void shutdown_idle_connections(int port) {
   ::closedir(d);
 }
 
+// A request answered before routing leaves its body (if any) unread: the connection cannot carry
+// another request after it.
+void close_if_body_unread(const httplib::Request& req, httplib::Response& res) {
+  const std::string len = req.get_header_value("Content-Length");
+  if (req.has_header("Transfer-Encoding") || (!len.empty() && len != "0")) {
+    res.set_header("Connection", "close");
+    close_connection_after_response();
+  }
+}
+
 std::string handler_label(const std::string& path) {
   for (const char* p : kKnownPaths)
     if (path == p) return p;
@@ -235,6 +245,7 @@ void HttpServer::install_routes() {
                                                req.get_header_value("Access-Control-Request-Headers"),
                                                req.has_header("Access-Control-Request-Headers"));
         for (const auto& [k, v] : p.headers) res.set_header(k, v);
+        close_if_body_unread(req, res);
         res.status = p.status;
         res.set_content(p.body, "text/plain; charset=utf-8");
         return httplib::Server::HandlerResponse::Handled;
@@ -249,6 +260,7 @@ void HttpServer::install_routes() {
         std::string allow;
         for (const auto& m : ms) allow += (allow.empty() ? "" : ", ") + m;
         res.set_header("Allow", allow);
+        close_if_body_unread(req, res);
         send_json(res, error_body(405, str("Method Not Allowed: ", req.method, " ", req.path, " (allowed: ", allow, ")")), 405);
         return httplib::Server::HandlerResponse::Handled;
       }

@@ -220,3 +220,13 @@ def test_several_api_keys_as_vllm():
         assert s.post("/v1/completions", body).status_code == 401
     finally:
         s.stop()
+
+
+def test_405_with_a_body_then_the_connection_is_not_reused_for_garbage(default_server):
+    with requests.Session() as sess:
+        r = sess.post(default_server.url + "/v1/models", json={"x": "y" * 100})
+        assert r.status_code == 405
+        # The next request on the session works (a fresh connection when the server closed this one).
+        assert sess.get(default_server.url + "/v1/models").status_code == 200
+        assert sess.post(default_server.url + "/v1/models", data="").status_code == 405
+        assert sess.get(default_server.url + "/v1/models").status_code == 200
