@@ -148,5 +148,9 @@ def test_short_aliases_and_underscores():
         assert "--quantization has no effect" in s.log
         names = [m["id"] for m in s.get("/v1/models").json()["data"]]
         assert names[:2] == ["a", "b"]
+        for name in ("a", "b"):  # each served name is accepted in "model"
+            r = s.post("/v1/completions", {"model": name, "prompt": "hi", "max_tokens": 1})
+            assert r.status_code == 200 and r.json()["model"] == name
+        assert s.post("/v1/completions", {"model": "c", "prompt": "hi", "max_tokens": 1}).status_code == 404
     finally:
         assert s.stop() == 0
