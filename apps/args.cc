@@ -8,19 +8,19 @@
 namespace locr::app {
 
 void Args::option(const std::string& name, const std::string& help, const std::string& metavar) {
-  specs_[name] = {help, metavar, false, false};
+  specs_[name] = {help, metavar, false, false, false, false, ""};
   spec_order_.push_back(name);
 }
 void Args::repeated(const std::string& name, const std::string& help, const std::string& metavar) {
-  specs_[name] = {help, metavar, false, true};
+  specs_[name] = {help, metavar, false, true, false, false, ""};
   spec_order_.push_back(name);
 }
 void Args::flag(const std::string& name, const std::string& help) {
-  specs_[name] = {help, "", true, false};
+  specs_[name] = {help, "", true, false, false, false, ""};
   spec_order_.push_back(name);
 }
 void Args::values(const std::string& name, const std::string& help, const std::string& metavar) {
-  specs_[name] = {help, metavar + " ...", false, true, true};
+  specs_[name] = {help, metavar + " ...", false, true, true, false, ""};
   spec_order_.push_back(name);
 }
 void Args::optional_value(const std::string& name, const std::string& help, const std::string& implicit) {
