@@ -8,17 +8,27 @@
 namespace locr::app {
 
 void Args::option(const std::string& name, const std::string& help, const std::string& metavar) {
-  specs_[name] = {help, metavar, false, false};
+  specs_[name] = {help, metavar, false, false, false, false, ""};
   spec_order_.push_back(name);
 }
 void Args::repeated(const std::string& name, const std::string& help, const std::string& metavar) {
-  specs_[name] = {help, metavar, false, true};
+  specs_[name] = {help, metavar, false, true, false, false, ""};
   spec_order_.push_back(name);
 }
 void Args::flag(const std::string& name, const std::string& help) {
-  specs_[name] = {help, "", true, false};
+  specs_[name] = {help, "", true, false, false, false, ""};
   spec_order_.push_back(name);
 }
+void Args::values(const std::string& name, const std::string& help, const std::string& metavar) {
+  specs_[name] = {help, metavar + " ...", false, true, true, false, ""};
+  spec_order_.push_back(name);
+}
+void Args::optional_value(const std::string& name, const std::string& help, const std::string& implicit) {
+  Spec sp{help, "[VALUE]", false, false, false, true, implicit};
+  specs_[name] = sp;
+  spec_order_.push_back(name);
+}
+void Args::alias(const std::string& short_name, const std::string& name) { aliases_[short_name] = name; }
 void Args::positional(const std::string& name, const std::string& help, bool required) {
   positional_names_.push_back({name, required});
   positional_help_.push_back({name, help});
@@ -46,6 +56,28 @@ bool Args::parse(int argc, char** argv) {
       std::fputs(help().c_str(), stdout);
       return false;
     }
+    if (a.size() > 1 && a[0] == '-' && a[1] != '-' && !aliases_.empty()) {
+      // A short alias: `-tp 2`, `-tp=2`, or a one-letter alias with its value attached (`-O3`).
+      std::string s = a.substr(1), value;
+      bool has_value = false;
+      const auto eq = s.find('=');
+      if (eq != std::string::npos) {
+        value = s.substr(eq + 1);
+        s = s.substr(0, eq);
+        has_value = true;
+      }
+      auto al = aliases_.find(s);
+      if (al == aliases_.end() && !has_value && s.size() > 1) {
+        al = aliases_.find(s.substr(0, 1));
+        if (al != aliases_.end()) {
+          value = s.substr(1);
+          has_value = true;
+        }
+      }
+      if (al == aliases_.end())
+        fail(ErrorKind::kInvalidArgument, "unknown option ", a, " for `locr ", command_, "` (see --help)");
+      a = "--" + al->second + (has_value ? "=" + value : "");
+    }
     if (a.rfind("--", 0) == 0 && a.size() > 2) {
       std::string name = a.substr(2), value;
       bool has_value = false;
@@ -55,6 +87,8 @@ bool Args::parse(int argc, char** argv) {
         name = name.substr(0, eq);
         has_value = true;
       }
+      for (char& c : name)
+        if (c == '_') c = '-';  // vLLM's parser takes --max_model_len for --max-model-len
       auto it = specs_.find(name);
       if (it == specs_.end() && name.rfind("no-", 0) == 0) {
         auto neg = specs_.find(name.substr(3));
@@ -69,12 +103,19 @@ bool Args::parse(int argc, char** argv) {
         values_[name] = {has_value ? value : "true"};
         continue;
       }
+      const auto next_is_value = [&] { return i + 1 < argc && !(argv[i + 1][0] == '-' && argv[i + 1][1] != '\0'); };
+      if (it->second.is_optional && !has_value) {
+        values_[name] = {next_is_value() ? std::string(argv[++i]) : it->second.implicit};
+        continue;
+      }
       if (!has_value) {
         if (i + 1 >= argc) fail(ErrorKind::kInvalidArgument, "option --", name, " needs a value");
         value = argv[++i];
       }
       if (it->second.is_repeated) values_[name].push_back(value);
       else values_[name] = {value};
+      if (it->second.is_multi)
+        while (next_is_value()) values_[name].push_back(argv[++i]);
       continue;
     }
     if (next_positional >= positional_names_.size())

@@ -1,6 +1,9 @@
 // A small command-line parser shared by the sub-commands: `--name value`, `--name=value`,
 // repeatable options, boolean flags (`--x` / `--no-x`), positional arguments, generated --help.
-// Unknown options are an error naming the option; a missing value names the option too.
+// As vLLM's argparse: `--a_b` is `--a-b`, short aliases (`-tp 2`, `-O3`), options taking one or
+// more values (`--served-model-name a b`, argparse's nargs='+') and an optional value
+// (`--hf-token [TOKEN]`). Unknown options are an error naming the option; a missing value names
+// the option too.
 #pragma once
 
 #include <map>
@@ -18,6 +21,13 @@ class Args {
   void option(const std::string& name, const std::string& help, const std::string& metavar = "VALUE");
   void repeated(const std::string& name, const std::string& help, const std::string& metavar = "VALUE");
   void flag(const std::string& name, const std::string& help);
+  // One or more values after the option, up to the next argument starting with '-'; the option
+  // may also be repeated. get_all() returns them all.
+  void values(const std::string& name, const std::string& help, const std::string& metavar = "VALUE");
+  // A value that may be left out (then get() returns `implicit`).
+  void optional_value(const std::string& name, const std::string& help, const std::string& implicit);
+  // `-short` (one dash) for the declared option `--name`.
+  void alias(const std::string& short_name, const std::string& name);
   void positional(const std::string& name, const std::string& help, bool required = true);
 
   // Parses argv (argv[0] = the command name). Returns false if --help was printed.
@@ -36,8 +46,10 @@ class Args {
  private:
   struct Spec {
     std::string help, metavar;
-    bool is_flag = false, is_repeated = false;
+    bool is_flag = false, is_repeated = false, is_multi = false, is_optional = false;
+    std::string implicit;
   };
+  std::map<std::string, std::string> aliases_;
   std::string command_, summary_;
   std::map<std::string, Spec> specs_;
   std::vector<std::string> spec_order_;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <thread>
 
@@ -12,6 +13,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/vllm_compat.h"
 #include "core/heap.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -21,6 +23,7 @@
 #include "server/auth.h"
 #include "server/http_server.h"
 #include "server/memory_plan.h"
+#include "server/tls.h"
 #include "server/server_context.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_api.h"
@@ -30,32 +33,6 @@
 namespace locr::app {
 
 namespace {
-
-// vLLM flags with no meaning here: accepted, with a notice saying why.
-const std::pair<const char*, const char*> kNoEffectOptions[] = {
-    {"compilation-config", "there is no graph compiler; the CPU kernels run as they are (on CUDA: cudagraph_mode)"},
-    {"swap-space", "preempted sequences are recomputed, never swapped"},
-    {"cpu-offload-gb", "the weights already live in host memory"},
-    {"mm-processor-cache-gb", "image preprocessing is not cached"},
-    {"download-dir", "MODEL must be a local directory"},
-    {"load-format", "the weights are read from safetensors"},
-    {"revision", "MODEL must be a local directory"},
-    {"tokenizer-mode", "the tokenizer is tokenizer.json"},
-    {"max-seq-len-to-capture", "decode graphs cover every length up to --max-model-len"},
-    {"distributed-executor-backend", "one process serves the model"},
-    {"uvicorn-log-level", "set LOCR_LOG_LEVEL=debug|info|warn|error instead"},
-    {"kv-cache-dtype", "the KV cache is float32 on CPU, bfloat16 on CUDA"},
-    {"disable-log-stats", ""},
-    {"mm-encoder-tp-mode", "one process serves the model"},
-};
-const std::pair<const char*, const char*> kNoEffectFlags[] = {
-    {"trust-remote-code", "no Python code is ever run; LightOnOCR is built in"},
-    {"enforce-eager", "there are no CUDA graphs on CPU"},
-    {"enable-chunked-prefill", "chunked prefill is always on"},
-    {"disable-custom-all-reduce", "one process serves the model"},
-    {"disable-frontend-multiprocessing", "one process serves the model"},
-};
-const char* const kParallelOptions[] = {"tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size"};
 
 int parse_count(const std::string& v, const std::string& flag) {
   // vLLM accepts 8k / 8K style lengths.
@@ -67,7 +44,22 @@ int image_limit(const std::string& text) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception&) {
-    fail(ErrorKind::kInvalidArgument, "--limit-mm-per-prompt expects JSON like '{\"image\": 1}', got '", text, "'");
+    // The older vLLM syntax: image=1,video=0.
+    j = nlohmann::json::object();
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t comma = text.find(',', start);
+      if (comma == std::string::npos) comma = text.size();
+      const std::string item = text.substr(start, comma - start);
+      const size_t eq = item.find('=');
+      char* end = nullptr;
+      const long n = eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, &end, 10);
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || *end || n < 0)
+        fail(ErrorKind::kInvalidArgument, "--limit-mm-per-prompt expects JSON like '{\"image\": 1}' or image=1, got '",
+             text, "'");
+      j[item.substr(0, eq)] = n;
+      start = comma + 1;
+    }
   }
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "--limit-mm-per-prompt expects a JSON object");
   int limit = 999;
@@ -111,8 +103,8 @@ void declare(Args& a) {
   a.option("model", "model directory (alternative to the positional MODEL)", "DIR");
   a.option("host", "address to listen on (default 0.0.0.0)", "ADDR");
   a.option("port", "port to listen on (default 8000; 0 picks a free one)", "N");
-  a.repeated("served-model-name", "name(s) clients use in 'model' (default: MODEL as given)", "NAME");
-  a.option("api-key", "require 'Authorization: Bearer KEY' on the API routes (/v1/*, /tokenize, /detokenize); "
+  a.values("served-model-name", "name(s) clients use in 'model' (default: MODEL as given)", "NAME");
+  a.values("api-key", "require 'Authorization: Bearer KEY' on the API routes (/v1/*, /tokenize, /detokenize); "
            "default: $VLLM_API_KEY", "KEY");
   a.option("max-num-seqs", "sequences decoded together (default 32)", "N");
   a.option("max-num-batched-tokens", "tokens per engine step (default 4096)", "N");
@@ -123,7 +115,7 @@ void declare(Args& a) {
   a.option("gpu-memory-utilization", "fraction of RAM for weights + activations + KV cache (default 0.9)", "F");
   a.option("kv-cache-memory", "KV cache size, e.g. 4GiB (overrides --gpu-memory-utilization)", "BYTES");
   a.option("kv-cache-memory-bytes", "same as --kv-cache-memory", "BYTES");
-  a.option("limit-mm-per-prompt", "e.g. '{\"image\": 1}': most images per request", "JSON");
+  a.option("limit-mm-per-prompt", "e.g. '{\"image\": 1}' (or image=1): most images per request", "JSON");
   a.option("threads", "compute threads (default: physical cores)", "N");
   a.option("dtype", "compute precision: auto/bfloat16 (default: BF16 matmul inputs, FP32 accumulation) or float32",
            "TYPE");
@@ -136,7 +128,7 @@ void declare(Args& a) {
   a.option("chat-template", "chat template file (or template text) overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
   a.option("allowed-local-media-path", "directory whose files may be sent as file:// image URLs", "DIR");
-  a.repeated("allowed-media-domains", "host(s) whose http(s) image URLs may be fetched (default: none)", "HOST");
+  a.values("allowed-media-domains", "host(s) whose http(s) image URLs may be fetched (default: none)", "HOST");
   a.option("generation-config", "'auto' (defaults from generation_config.json) or 'vllm' (ignore it)", "MODE");
   a.option("max-logprobs", "most log-probabilities per token a request may ask for (default 20)", "N");
   a.flag("loop-guard", "stop a request whose output repeats itself (default on; --no-loop-guard; a request may set "
@@ -166,10 +158,24 @@ void declare(Args& a) {
   a.flag("ui", "serve the web page at / to OCR documents in a browser (default on; --no-ui turns it off)");
   a.option("root-path", "the path prefix a reverse proxy serves locr under (e.g. /ocr): the web page builds its URLs "
            "from it, and requests that still carry it are routed without it", "PATH");
+  a.option("allowed-origins", "CORS: JSON list of origins allowed (default [\"*\"])", "JSON");
+  a.option("allowed-methods", "CORS: JSON list of methods allowed (default [\"*\"])", "JSON");
+  a.option("allowed-headers", "CORS: JSON list of request headers allowed (default [\"*\"])", "JSON");
+  a.flag("allow-credentials", "CORS: Access-Control-Allow-Credentials: true");
+  a.option("ssl-keyfile", "serve HTTPS: the PEM private key (with --ssl-certfile)", "FILE");
+  a.option("ssl-certfile", "serve HTTPS: the PEM certificate (chain)", "FILE");
+  a.option("ssl-ca-certs", "HTTPS: CA file client certificates are checked against", "FILE");
+  a.option("ssl-cert-reqs", "HTTPS: client certificate 0 not asked (default), 1 optional, 2 required", "N");
+  a.option("ssl-ciphers", "HTTPS: OpenSSL cipher list for TLS 1.2", "LIST");
+  a.option("max-log-len", "most characters of a prompt (debug log) or note (access log) logged (default: all)", "N");
+  a.option("response-role", "the role of chat responses (default assistant)", "ROLE");
+  a.option("override-generation-config", "JSON merged over the generation defaults, e.g. '{\"temperature\": 0.2}'",
+           "JSON");
+  a.option("uvicorn-log-level", "log level: critical, error, warning, info (default), debug, trace", "LEVEL");
+  a.option("disable-access-log-for-endpoints", "comma-separated paths whose requests are not access-logged, e.g. "
+           "/health,/metrics", "PATHS");
   a.option("shutdown-timeout", "seconds in-flight requests may take to finish on SIGTERM (default 30)", "S");
-  for (const char* p : kParallelOptions) a.option(p, "accepted for vLLM compatibility; only 1 is possible", "N");
-  for (const auto& [name, why] : kNoEffectOptions) a.option(name, "accepted for vLLM compatibility; no effect", "VALUE");
-  for (const auto& [name, why] : kNoEffectFlags) a.flag(name, "accepted for vLLM compatibility; no effect");
+  declare_vllm_compat(a);
 }
 
 }  // namespace
@@ -178,6 +184,16 @@ int cmd_serve(int argc, char** argv) {
   Args a("serve", "Serve the model over an OpenAI-compatible HTTP API (a drop-in for `vllm serve`).");
   declare(a);
   if (!a.parse(argc, argv)) return 0;
+  if (a.has("uvicorn-log-level")) {
+    // vLLM's uvicorn log level, as the level of locr's one log (which is uvicorn's and vLLM's).
+    const std::string l = a.get("uvicorn-log-level");
+    if (l == "critical" || l == "error") set_log_level(LogLevel::kError);
+    else if (l == "warning") set_log_level(LogLevel::kWarn);
+    else if (l == "info") set_log_level(LogLevel::kInfo);
+    else if (l == "debug" || l == "trace") set_log_level(LogLevel::kDebug);
+    else fail(ErrorKind::kInvalidArgument, "--uvicorn-log-level must be critical, error, warning, info, debug or trace, "
+              "got '", l, "'");
+  }
   // Freed page images and activations go back to the system instead of piling up in the malloc
   // arenas of the HTTP and engine threads (core/heap.h): RSS follows what requests hold.
   pin_mmap_threshold();
@@ -216,51 +232,44 @@ int cmd_serve(int argc, char** argv) {
 #endif
   bool cuda_graphs = true;
 
-  // Flags that cannot be honoured, then those that mean nothing here.
-  for (const char* p : kParallelOptions)
-    if (a.has(p) && a.get_int(p, 1) != 1)
-      fail(ErrorKind::kUnsupported, "--", p, " ", a.get(p), " is not possible: locr runs one model replica in one process "
-                                                              "on one device; use 1");
-  for (const auto& [name, why] : kNoEffectOptions)
-    if (a.has(name)) {
-      if (std::string(name) == "compilation-config") {
-        nlohmann::json parsed;
-        try {
-          parsed = nlohmann::json::parse(a.get(name));
-        } catch (const std::exception&) {
-          fail(ErrorKind::kInvalidArgument, "--compilation-config expects JSON, got '", a.get(name), "'");
-        }
-        if (on_cuda) {
-          // vLLM's cudagraph_mode: NONE turns graphs off; FULL_DECODE_ONLY (and the FULL /
-          // PIECEWISE modes, which include decode) capture decode-only steps, as locr does.
-          const nlohmann::json mode = parsed.is_object() ? parsed.value("cudagraph_mode", nlohmann::json()) : nlohmann::json();
-          if (mode.is_string()) {
-            const std::string m = mode.get<std::string>();
-            if (m == "NONE") cuda_graphs = false;
-            else if (m != "FULL_DECODE_ONLY" && m != "FULL" && m != "PIECEWISE" && m != "FULL_AND_PIECEWISE")
-              fail(ErrorKind::kInvalidArgument, "--compilation-config: unknown cudagraph_mode '", m, "'");
-          }
-          LOCR_INFO("serve: CUDA graphs for decode-only steps ", cuda_graphs ? "on" : "off");
-          continue;
-        }
-      }
-      if (on_cuda && std::string(name) == "kv-cache-dtype") {
-        const std::string v = a.get(name);
-        if (v != "auto" && v != "bfloat16" && v != "bf16")
-          LOCR_INFO("note: --kv-cache-dtype ", v, ": the CUDA KV cache is bfloat16");
-        continue;
-      }
-      LOCR_INFO("note: --", name, " has no effect in locr", *why ? std::string(": ") + why : std::string());
+  // Flags that cannot be honoured, then those that mean nothing here (apps/vllm_compat.cc); some
+  // of those mean something on CUDA.
+  std::set<std::string> handled;
+  if (a.has("compilation-config")) {
+    nlohmann::json parsed;
+    try {
+      parsed = nlohmann::json::parse(a.get("compilation-config"));
+    } catch (const std::exception&) {
+      // vLLM's -O3 / --compilation-config 3: an optimisation level.
+      const std::string v = a.get("compilation-config");
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+        fail(ErrorKind::kInvalidArgument, "--compilation-config expects JSON or a level, got '", v, "'");
     }
-  for (const auto& [name, why] : kNoEffectFlags)
-    if (a.has(name)) {
-      if (on_cuda && std::string(name) == "enforce-eager") {
-        cuda_graphs = false;
-        LOCR_INFO("serve: --enforce-eager: no CUDA graphs");
-        continue;
+    if (on_cuda) {
+      // vLLM's cudagraph_mode: NONE turns graphs off; FULL_DECODE_ONLY (and the FULL /
+      // PIECEWISE modes, which include decode) capture decode-only steps, as locr does.
+      const nlohmann::json mode = parsed.is_object() ? parsed.value("cudagraph_mode", nlohmann::json()) : nlohmann::json();
+      if (mode.is_string()) {
+        const std::string m = mode.get<std::string>();
+        if (m == "NONE") cuda_graphs = false;
+        else if (m != "FULL_DECODE_ONLY" && m != "FULL" && m != "PIECEWISE" && m != "FULL_AND_PIECEWISE")
+          fail(ErrorKind::kInvalidArgument, "--compilation-config: unknown cudagraph_mode '", m, "'");
       }
-      LOCR_INFO("note: --", name, " has no effect in locr: ", why);
+      LOCR_INFO("serve: CUDA graphs for decode-only steps ", cuda_graphs ? "on" : "off");
+      handled.insert("compilation-config");
     }
+  }
+  if (on_cuda && a.has("kv-cache-dtype")) {
+    const std::string v = a.get("kv-cache-dtype");
+    if (v != "auto" && v != "bfloat16" && v != "bf16") LOCR_INFO("note: --kv-cache-dtype ", v, ": the CUDA KV cache is bfloat16");
+    handled.insert("kv-cache-dtype");
+  }
+  if (on_cuda && a.get_flag("enforce-eager")) {
+    cuda_graphs = false;
+    LOCR_INFO("serve: --enforce-eager: no CUDA graphs");
+    handled.insert("enforce-eager");
+  }
+  check_vllm_compat(a, handled);
 
   const std::string dir = a.get("model", a.get("MODEL"));
   if (dir.empty()) fail(ErrorKind::kInvalidArgument, "give the model directory: locr serve MODEL");
@@ -280,7 +289,11 @@ int cmd_serve(int argc, char** argv) {
   if (so.served_model_names.empty()) so.served_model_names.push_back(dir);
   so.model_path = dir;
   so.version = LOCR_VERSION_STRING;
-  so.api_key = server::resolve_api_key(a.has("api-key") ? std::optional<std::string>(a.get("api-key")) : std::nullopt);
+  // vLLM's --api-key takes several keys; any of them is accepted.
+  const std::vector<std::string> keys = a.get_all("api-key");
+  so.api_key = server::resolve_api_key(keys.empty() ? std::nullopt : std::optional<std::string>(keys.front()));
+  for (size_t i = 1; i < keys.size(); ++i)
+    if (!keys[i].empty()) so.extra_api_keys.push_back(keys[i]);
   if (!so.api_key.empty())
     LOCR_INFO("serve: API key required on /v1/*, /tokenize and /detokenize (from ",
               a.has("api-key") ? "--api-key" : "VLLM_API_KEY", ")");
@@ -329,6 +342,35 @@ int cmd_serve(int argc, char** argv) {
   so.shutdown_timeout_s = a.get_double("shutdown-timeout", so.shutdown_timeout_s);
   so.ui = a.get_flag("ui", true);
   so.root_path = server::normalize_root_path(a.get("root-path"));
+  if (a.has("allowed-origins")) so.cors.origins = server::parse_cors_list(a.get("allowed-origins"), "allowed-origins");
+  if (a.has("allowed-methods")) so.cors.methods = server::parse_cors_list(a.get("allowed-methods"), "allowed-methods");
+  if (a.has("allowed-headers")) so.cors.headers = server::parse_cors_list(a.get("allowed-headers"), "allowed-headers");
+  so.cors.credentials = a.get_flag("allow-credentials");
+  so.tls.keyfile = a.get("ssl-keyfile");
+  so.tls.certfile = a.get("ssl-certfile");
+  so.tls.ca_certs = a.get("ssl-ca-certs");
+  so.tls.cert_reqs = a.get_int("ssl-cert-reqs", 0);
+  so.tls.ciphers = a.get("ssl-ciphers");
+  if (so.tls.keyfile.empty() != so.tls.certfile.empty())
+    fail(ErrorKind::kInvalidArgument, "HTTPS needs both --ssl-keyfile and --ssl-certfile");
+  if (!so.tls.enabled() && (a.has("ssl-ca-certs") || a.has("ssl-cert-reqs") || a.has("ssl-ciphers")))
+    fail(ErrorKind::kInvalidArgument, "--ssl-ca-certs, --ssl-cert-reqs and --ssl-ciphers need --ssl-keyfile and --ssl-certfile");
+  if (so.tls.enabled()) server::TlsContext check_early(so.tls);  // a bad key or certificate stops start-up before loading
+  so.max_log_len = a.get_int("max-log-len", -1);
+  if (so.max_log_len < -1) fail(ErrorKind::kInvalidArgument, "--max-log-len must be >= 0");
+  so.response_role = a.get("response-role", "assistant");
+  if (so.response_role.empty()) fail(ErrorKind::kInvalidArgument, "--response-role must not be empty");
+  if (a.has("override-generation-config")) {
+    try {
+      so.override_generation_config = nlohmann::json::parse(a.get("override-generation-config"));
+    } catch (const std::exception&) {
+      fail(ErrorKind::kInvalidArgument, "--override-generation-config expects a JSON object such as "
+           "'{\"temperature\": 0.2}', got '", a.get("override-generation-config"), "'");
+    }
+    if (!so.override_generation_config.is_object())
+      fail(ErrorKind::kInvalidArgument, "--override-generation-config expects a JSON object");
+  }
+  for (const auto& path : split_list({a.get("disable-access-log-for-endpoints")})) so.access_log_skip_paths.push_back(path);
 
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
@@ -395,7 +437,8 @@ int cmd_serve(int argc, char** argv) {
   server::ServerContext ctx(*model, engine, so);
   server::HttpServer http(ctx);
   const int port = http.bind();
-  LOCR_INFO("serve: model '", so.served_model_names.front(), "' from ", dir, "; listening on http://", so.host, ":", port);
+  LOCR_INFO("serve: model '", so.served_model_names.front(), "' from ", dir, "; listening on ",
+            so.tls.enabled() ? "https" : "http", "://", so.host, ":", port);
   std::thread serving([&] { http.serve(); });
 
   int sig = 0;

@@ -1,6 +1,8 @@
 // POST /v1/chat/completions.
 #include <chrono>
 
+#include "core/log.h"
+
 #include "server/errors.h"
 #include "server/generation.h"
 #include "server/handlers.h"
@@ -64,11 +66,12 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   const GenParams p = parse_gen_params(body, Api::kChat, ctx);
   const ChatInput ci = parse_chat_messages(body);
   model::Prompt prompt = build_chat_prompt(ctx, ci, p.max_tokens, /*decode=*/true);
+  LOCR_DEBUG("http: request ", request_log().id, " prompt: ", clip_for_log(prompt.text, ctx.opts().max_log_len));
 
   std::vector<PreparedPrompt> prompts(1);
   prompts[0].ids = std::move(prompt.ids);
   prompts[0].images = std::move(prompt.images);
-  const ResponseHead head{"chatcmpl-" + request_log().id, unix_now(), model_name};
+  const ResponseHead head{"chatcmpl-" + request_log().id, unix_now(), model_name, ctx.opts().response_role};
   auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id);
   const model::Tokenizer& tok = ctx.model().tokenizer();
   const bool logprobs = p.logprobs >= 0;
@@ -92,7 +95,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   };
   w.on_start = [head, gen, with_usage](std::string& out) {
     for (int i = 0; i < gen->n_choices(); ++i)
-      out += sse_event(with_usage(chat_chunk(head, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, nullptr)));
+      out += sse_event(with_usage(chat_chunk(head, i, {{"role", head.role}, {"content", ""}}, nullptr, nullptr, nullptr)));
   };
   w.on_deltas = [head, logprobs, as_ids, &tok, with_usage](std::vector<ChoiceDelta>& ds, std::string& out) {
     for (auto& d : ds) {

@@ -1,5 +1,6 @@
 // POST /v1/completions: a prompt string, a list of strings, token ids or lists of token ids,
 // each with n choices (choice index = prompt index * n + j, as vLLM numbers them).
+#include "core/log.h"
 #include "server/errors.h"
 #include "server/generation.h"
 #include "server/handlers.h"
@@ -19,6 +20,14 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   std::vector<PreparedPrompt> prompts;
   for (auto& cp : parsed) {
     PreparedPrompt pp;
+    if (log_level() <= LogLevel::kDebug) {
+      const int max = ctx.opts().max_log_len;
+      std::string ids;
+      for (size_t k = 0; k < cp.ids.size() && (max < 0 || static_cast<int64_t>(k) < max); ++k) ids += (k ? "," : "") + std::to_string(cp.ids[k]);
+      if (max >= 0 && cp.ids.size() > static_cast<size_t>(max)) ids += str("... (", cp.ids.size() - max, " more ids)");
+      LOCR_DEBUG("http: request ", request_log().id, " prompt: ",
+                 cp.is_tokens ? "[" + ids + "]" : clip_for_log(cp.text, max));
+    }
     if (cp.is_tokens) {
       pp.ids = std::move(cp.ids);
       if (p.echo) pp.echo_text = tok.decode(pp.ids, p.skip_special_tokens);

@@ -56,8 +56,8 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
                        const std::string& request_id, int max_prompts_in_flight)
     : ctx_(ctx), params_(params), prompts_(std::move(prompts)), n_(params.n) {
   const int64_t max_len = ctx.engine().options().max_model_len;
-  const auto& gc = ctx.model().generation_config();
-  for (int id : gc.eos_token_ids) eos_ids_.push_back(id);
+  const auto& gc = ctx.generation_defaults();
+  for (int id : ctx.model().generation_config().eos_token_ids) eos_ids_.push_back(id);
   vocab_ = ctx.model().tokenizer().vocab_size();
   check_choice_count(ctx.opts().max_choices, prompts_.size(), n_);
   std::vector<int> max_tokens(prompts_.size());
@@ -69,7 +69,7 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
       max_tokens[i] = params.max_tokens;
     } else {
       int64_t m = max_len - len;
-      if (ctx.opts().use_generation_config && gc.max_new_tokens > 0) m = std::min<int64_t>(m, gc.max_new_tokens);
+      if (ctx.use_generation_defaults() && gc.max_new_tokens > 0) m = std::min<int64_t>(m, gc.max_new_tokens);
       max_tokens[i] = static_cast<int>(m);
     }
     if (params.min_tokens > max_tokens[i])

@@ -3,10 +3,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include <openssl/ssl.h>
 
 #include "server/errors.h"
 #include "server/sse.h"
@@ -43,15 +47,26 @@ bool wait_for(int sock, short events, time_t timeout_s) {
 
 }  // namespace
 
-ConnectionStream::ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits)
-    : sock_(sock), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s), limits_(limits) {}
+ConnectionStream::ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits, SSL* ssl)
+    : sock_(sock), ssl_(ssl), read_timeout_s_(read_timeout_s), write_timeout_s_(write_timeout_s), limits_(limits) {}
+
+bool ConnectionStream::tls_pending() const { return ssl_ && SSL_pending(ssl_) > 0; }
 
 bool ConnectionStream::peer_closed() const {
+  if (tls_pending()) return false;
   pollfd p{sock_, POLLIN, 0};
   if (::poll(&p, 1, 0) <= 0) return false;  // nothing to read: the peer is still there
   if (p.revents & (POLLERR | POLLNVAL)) return true;
   char c;
-  return ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;  // 0: closed; < 0: reset
+  if (!ssl_) return ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;  // 0: closed; < 0: reset
+  // TLS: the bytes waiting may be a close_notify alert (the peer closed) or application data;
+  // peeking through the session, without blocking, tells them apart.
+  const int flags = ::fcntl(sock_, F_GETFL);
+  ::fcntl(sock_, F_SETFL, flags | O_NONBLOCK);
+  const int r = SSL_peek(ssl_, &c, 1);
+  const int err = r > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+  ::fcntl(sock_, F_SETFL, flags);
+  return r <= 0 && err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE;
 }
 
 void ConnectionStream::begin_request() {
@@ -64,12 +79,26 @@ void ConnectionStream::begin_request() {
 }
 
 bool ConnectionStream::poll_readable(int timeout_ms) const {
+  if (tls_pending()) return true;
   pollfd p{sock_, POLLIN, 0};
   const int r = ::poll(&p, 1, timeout_ms);
   return r > 0;
 }
 
-bool ConnectionStream::is_readable() const { return buf_pos_ < buf_len_ || wait_for(sock_, POLLIN, read_timeout_s_); }
+bool ConnectionStream::is_readable() const {
+  return buf_pos_ < buf_len_ || tls_pending() || wait_for(sock_, POLLIN, read_timeout_s_);
+}
+
+ssize_t ConnectionStream::send_some(const char* ptr, size_t size) {
+  if (ssl_) {
+    const int n = SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    return n > 0 ? n : -1;
+  }
+  ssize_t n;
+  do n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
 
 bool ConnectionStream::is_writable() const {
   if (rejected_) return false;
@@ -85,7 +114,7 @@ void ConnectionStream::reject(const char* why) {
   const std::string all = head + body;
   size_t off = 0;
   while (off < all.size() && wait_for(sock_, POLLOUT, write_timeout_s_)) {
-    const ssize_t n = ::send(sock_, all.data() + off, all.size() - off, MSG_NOSIGNAL);
+    const ssize_t n = send_some(all.data() + off, all.size() - off);
     if (n <= 0) break;
     off += static_cast<size_t>(n);
   }
@@ -94,10 +123,15 @@ void ConnectionStream::reject(const char* why) {
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
   if (rejected_) return -1;
   if (buf_pos_ == buf_len_) {
-    if (!wait_for(sock_, POLLIN, read_timeout_s_)) return -1;
+    if (!tls_pending() && !wait_for(sock_, POLLIN, read_timeout_s_)) return -1;
     ssize_t n;
-    do n = ::recv(sock_, buf_, sizeof buf_, 0);
-    while (n < 0 && errno == EINTR);
+    if (ssl_) {
+      const int r = SSL_read(ssl_, buf_, sizeof buf_);
+      n = r > 0 ? r : SSL_get_error(ssl_, r) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+    } else {
+      do n = ::recv(sock_, buf_, sizeof buf_, 0);
+      while (n < 0 && errno == EINTR);
+    }
     if (n <= 0) return n;
     buf_pos_ = 0;
     buf_len_ = static_cast<size_t>(n);
@@ -136,10 +170,7 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
 ssize_t ConnectionStream::write(const char* ptr, size_t size) {
   if (rejected_) return static_cast<ssize_t>(size);  // 431 already sent; httplib's 400 is dropped
   if (!wait_for(sock_, POLLOUT, write_timeout_s_)) return -1;
-  ssize_t n;
-  do n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n;
+  return send_some(ptr, size);
 }
 
 void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {

@@ -3,7 +3,8 @@
 // have: the request line and headers together are capped in bytes and in fields, and past either
 // cap the client gets 431 at once and the connection is closed. Also the flag a handler sets when
 // the connection must close after its response (a refused body that was never read, a body sent
-// without length to an HTTP/1.0 client).
+// without length to an HTTP/1.0 client). Over TLS (--ssl-certfile) the stream reads and writes
+// through the connection's SSL object; the limits and the loop are the same.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +13,8 @@
 #include <string>
 
 #include <httplib.h>
+
+typedef struct ssl_st SSL;
 
 namespace locr::server {
 
@@ -22,7 +25,8 @@ struct HeaderLimits {
 
 class ConnectionStream : public httplib::Stream {
  public:
-  ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits);
+  // `ssl`: the connection's TLS session after the handshake (not owned), or nullptr for plain HTTP.
+  ConnectionStream(int sock, time_t read_timeout_s, time_t write_timeout_s, HeaderLimits limits, SSL* ssl = nullptr);
   ConnectionStream(const ConnectionStream&) = delete;
   ConnectionStream& operator=(const ConnectionStream&) = delete;
   // The peer closed or reset the connection (checked without blocking or consuming data).
@@ -47,9 +51,12 @@ class ConnectionStream : public httplib::Stream {
 
  private:
   bool poll_readable(int timeout_ms) const;
+  bool tls_pending() const;
+  ssize_t send_some(const char* ptr, size_t size);
   void reject(const char* why);
 
   int sock_;
+  SSL* ssl_;
   time_t read_timeout_s_, write_timeout_s_;
   HeaderLimits limits_;
   char buf_[16384];

@@ -9,17 +9,20 @@
 #include <condition_variable>
 #include <deque>
 #include <list>
+#include <map>
 #include <thread>
 
 #include <httplib.h>
 
 #include "core/log.h"
 #include "server/auth.h"
+#include "server/cors.h"
 #include "server/errors.h"
 #include "server/handlers.h"
 #include "server/http_connection.h"
 #include "server/request_log.h"
 #include "server/sse.h"
+#include "server/tls.h"
 #include "server/ui.h"
 
 namespace locr::server {
@@ -113,6 +116,16 @@ void shutdown_idle_connections(int port) {
   ::closedir(d);
 }
 
+// A request answered before routing leaves its body (if any) unread: the connection cannot carry
+// another request after it.
+void close_if_body_unread(const httplib::Request& req, httplib::Response& res) {
+  const std::string len = req.get_header_value("Content-Length");
+  if (req.has_header("Transfer-Encoding") || (!len.empty() && len != "0")) {
+    res.set_header("Connection", "close");
+    close_connection_after_response();
+  }
+}
+
 std::string handler_label(const std::string& path) {
   for (const char* p : kKnownPaths)
     if (path == p) return p;
@@ -137,13 +150,29 @@ std::string normalize_root_path(const std::string& path) {
 class HttpServer::Impl : public httplib::Server {
  public:
   HeaderLimits header_limits;
+  std::unique_ptr<TlsContext> tls;  // --ssl-certfile: every connection is TLS
+  // The methods of each path routed with route(), for 405 and its Allow header.
+  std::map<std::string, std::vector<std::string>> route_methods;
 
   // httplib's keep-alive loop over one accepted connection, with our own socket stream (header
   // limits, 431) and connections closed where a handler asked for it.
   bool process_and_close_socket(socket_t sock) override {
     bool ret = false;
+    SSL* ssl = nullptr;
+    if (tls) {
+      // The handshake is bounded by the read/write timeouts (SSL_accept reads and writes blocking).
+      const timeval rt{static_cast<time_t>(read_timeout_sec_), 0}, wt{static_cast<time_t>(write_timeout_sec_), 0};
+      ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof rt);
+      ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &wt, sizeof wt);
+      ssl = tls->accept(sock, read_timeout_sec_);
+      if (!ssl) {
+        ::shutdown(sock, SHUT_RDWR);
+        ::close(sock);
+        return false;
+      }
+    }
     {
-      ConnectionStream strm(sock, read_timeout_sec_, write_timeout_sec_, header_limits);
+      ConnectionStream strm(sock, read_timeout_sec_, write_timeout_sec_, header_limits, ssl);
       for (size_t count = keep_alive_max_count_; count > 0; --count) {
         if (!strm.wait_for_request(keep_alive_timeout_sec_, [this] { return svr_sock_ != INVALID_SOCKET; })) break;
         strm.begin_request();
@@ -153,6 +182,7 @@ class HttpServer::Impl : public httplib::Server {
         if (!ret || connection_closed || close_after || strm.rejected()) break;
       }
     }
+    tls_close(ssl);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ret;
@@ -178,6 +208,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), impl_(std::make_unique<I
   impl_->set_keep_alive_timeout(o.keep_alive_timeout_s);
   impl_->set_keep_alive_max_count(1000);
   impl_->header_limits = {o.max_header_bytes, o.max_headers};
+  if (o.tls.enabled()) impl_->tls = std::make_unique<TlsContext>(o.tls);
   install_routes();
 }
 
@@ -187,7 +218,7 @@ void HttpServer::install_routes() {
   Impl& s = *impl_;
   ServerContext& ctx = ctx_;
 
-  s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+  s.set_pre_routing_handler([&ctx, &impl = s](const httplib::Request& req, httplib::Response& res) {
     // --root-path: a request that still carries the prefix (a proxy that does not strip it) is
     // routed without it, as Starlette does. httplib routes on req.path after this handler; the
     // request object is httplib's own, not const, so rewriting its path here is sound.
@@ -206,6 +237,35 @@ void HttpServer::install_routes() {
     log.http10 = req.version == "HTTP/1.0";
     res.set_header("X-Request-Id", log.id);
     ctx.metrics().in_flight.fetch_add(1);
+    // CORS (server/cors.h): a preflight is answered here; any other request from an Origin gets
+    // the simple-response headers now, so every answer carries them, errors included.
+    if (req.has_header("Origin")) {
+      const std::string origin = req.get_header_value("Origin");
+      if (req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method")) {
+        const CorsPreflight p = cors_preflight(ctx.opts().cors, origin, req.get_header_value("Access-Control-Request-Method"),
+                                               req.get_header_value("Access-Control-Request-Headers"),
+                                               req.has_header("Access-Control-Request-Headers"));
+        for (const auto& [k, v] : p.headers) res.set_header(k, v);
+        close_if_body_unread(req, res);
+        res.status = p.status;
+        res.set_content(p.body, "text/plain; charset=utf-8");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      for (const auto& [k, v] : cors_simple_headers(ctx.opts().cors, origin, req.has_header("Cookie"))) res.set_header(k, v);
+    }
+    // A known route asked with a method it does not take: 405 with Allow (as Starlette), not 404.
+    if (auto r = impl.route_methods.find(req.path); r != impl.route_methods.end()) {
+      const auto& ms = r->second;
+      const bool head_ok = req.method == "HEAD" && std::find(ms.begin(), ms.end(), "GET") != ms.end();
+      if (!head_ok && std::find(ms.begin(), ms.end(), req.method) == ms.end()) {
+        std::string allow;
+        for (const auto& m : ms) allow += (allow.empty() ? "" : ", ") + m;
+        res.set_header("Allow", allow);
+        close_if_body_unread(req, res);
+        send_json(res, error_body(405, str("Method Not Allowed: ", req.method, " ", req.path, " (allowed: ", allow, ")")), 405);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (ctx.draining) {
       res.set_header("Connection", "close");
       close_connection_after_response();
@@ -244,11 +304,12 @@ void HttpServer::install_routes() {
     if (log.active) ctx.metrics().in_flight.fetch_sub(1);
     const int status = status_override() ? status_override() : res.status;
     ctx.metrics().count_request(handler_label(req.path), req.method, status, secs);
-    if (ctx.opts().access_log) {
+    const auto& skip = ctx.opts().access_log_skip_paths;
+    if (ctx.opts().access_log && std::find(skip.begin(), skip.end(), req.path) == skip.end()) {
       std::string line = str(req.remote_addr, ":", req.remote_port, " \"", req.method, " ", req.path, "\" ", status,
                              " id=", log.active ? log.id : "-", " ", static_cast<int64_t>(secs * 1000), "ms");
       if (log.prompt_tokens >= 0) line += str(" prompt_tokens=", log.prompt_tokens, " completion_tokens=", log.completion_tokens);
-      if (!log.note.empty()) line += " (" + log.note + ")";
+      if (!log.note.empty()) line += " (" + clip_for_log(log.note, ctx.opts().max_log_len) + ")";
       LOCR_INFO("http: ", line);
     }
     log.active = false;
@@ -286,7 +347,13 @@ void HttpServer::install_routes() {
   auto api = [&ctx](Fn fn, bool generation) {
     return [&ctx, fn, generation](const httplib::Request& req, httplib::Response& res) {
       const std::string& key = ctx.opts().api_key;
-      if (!key.empty() && !api_key_matches(req.get_header_value("Authorization"), key)) {
+      bool key_ok = key.empty();
+      if (!key_ok) {
+        const std::string auth = req.get_header_value("Authorization");
+        key_ok = api_key_matches(auth, key);
+        for (const std::string& k : ctx.opts().extra_api_keys) key_ok = api_key_matches(auth, k) || key_ok;  // all compared
+      }
+      if (!key_ok) {
         res.set_header("WWW-Authenticate", "Bearer");
         send_json(res, error_body(401, "Unauthorized: a valid API key is required (Authorization: Bearer KEY)"), 401);
         return;
@@ -307,12 +374,18 @@ void HttpServer::install_routes() {
     };
   };
 
-  s.Post("/v1/chat/completions", api(handle_chat, true));
-  s.Post("/v1/completions", api(handle_completions, true));
-  s.Post("/v1/ocr", api(handle_ocr, true));
-  s.Post("/tokenize", api(handle_tokenize, true));
-  s.Post("/detokenize", api(handle_detokenize, false));
-  s.Get("/v1/models", api(handle_models, false));
+  // Routes whose methods are recorded for 405 (a known path, a wrong method).
+  auto route = [&s](const char* method, const std::string& path, httplib::Server::Handler h) {
+    s.route_methods[path].push_back(method);
+    if (std::string(method) == "GET") s.Get(path, std::move(h));
+    else s.Post(path, std::move(h));
+  };
+  route("POST", "/v1/chat/completions", api(handle_chat, true));
+  route("POST", "/v1/completions", api(handle_completions, true));
+  route("POST", "/v1/ocr", api(handle_ocr, true));
+  route("POST", "/tokenize", api(handle_tokenize, true));
+  route("POST", "/detokenize", api(handle_detokenize, false));
+  route("GET", "/v1/models", api(handle_models, false));
   // Liveness: 200 until the process exits, drain included (a drain is not a failure to restart).
   auto health = [](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
@@ -328,22 +401,25 @@ void HttpServer::install_routes() {
     res.status = 200;
     res.set_header("Content-Length", "0");
   };
-  s.Get("/health", health);
-  s.Get("/ping", health);
-  s.Post("/ping", health);
-  s.Get("/ready", ready);
+  route("GET", "/health", health);
+  route("GET", "/ping", health);
+  route("POST", "/ping", health);
+  route("GET", "/ready", ready);
   // KServe's Open Inference Protocol names for the same two probes.
-  s.Get("/v2/health/live", health);
-  s.Get("/v2/health/ready", ready);
-  s.Get("/version", [&ctx](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/v2/health/live", health);
+  route("GET", "/v2/health/ready", ready);
+  route("GET", "/version", [&ctx](const httplib::Request&, httplib::Response& res) {
     send_json(res, {{"version", ctx.opts().version}, {"engine", "locr"}, {"device", ctx.opts().device}});
   });
-  s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string text = ctx.engine().metrics().render(ctx.model_name());
     text += ctx.metrics().render(ctx.model_name());
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
-  if (ctx.opts().ui) register_ui_routes(s, ctx.opts().root_path);
+  if (ctx.opts().ui && find_ui_file("index.html")) {
+    register_ui_routes(s, ctx.opts().root_path);
+    s.route_methods["/"].push_back("GET");
+  }
 }
 
 int HttpServer::bind() {

@@ -79,7 +79,7 @@ json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, co
   const auto& rs = g.results();
   for (size_t i = 0; i < rs.size(); ++i) {
     choices.push_back({{"index", i},
-                       {"message", {{"role", "assistant"}, {"content", rs[i].text}, {"tool_calls", json::array()}}},
+                       {"message", {{"role", h.role}, {"content", rs[i].text}, {"tool_calls", json::array()}}},
                        {"logprobs", logprobs ? chat_logprobs_json(rs[i].logprobs, tok, as_ids) : json(nullptr)},
                        {"finish_reason", reason_or_null(rs[i].finish_reason)},
                        {"stop_reason", rs[i].stop_reason}});

@@ -22,6 +22,7 @@ struct ResponseHead {
   std::string id;       // chatcmpl-... / cmpl-...
   int64_t created = 0;  // unix seconds
   std::string model;    // the served name the client asked for
+  std::string role = "assistant";  // chat: the message role (--response-role)
 };
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens);

@@ -4,6 +4,7 @@
 
 #include "runtime/generate.h"
 #include "server/errors.h"
+#include "server/json_surrogates.h"
 
 namespace locr::server {
 
@@ -54,7 +55,9 @@ int32_t token_id(const json& v, const char* key, int32_t vocab) {
 json parse_body(const std::string& body) {
   json j;
   try {
-    j = json::parse(body);
+    // A lone surrogate escape ("\ud800") is taken as Python's json takes it (U+FFFD once encoded).
+    if (has_surrogate_escape(body)) j = json::parse(replace_lone_surrogates(body));
+    else j = json::parse(body);
   } catch (const json::parse_error& e) {
     bad_request(str("the request body is not valid JSON: ", e.what()));
   } catch (const json::out_of_range& e) {
@@ -104,8 +107,8 @@ std::optional<std::string> opt_string(const json& body, const char* key) {
 }
 
 GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) {
-  const auto& gc = ctx.model().generation_config();
-  const bool use_gc = ctx.opts().use_generation_config;
+  const auto& gc = ctx.generation_defaults();
+  const bool use_gc = ctx.use_generation_defaults();
   const int32_t vocab = ctx.model().config().text.vocab_size;
   GenParams p;
   if (use_gc) {
@@ -266,9 +269,9 @@ ChatInput parse_chat_messages(const json& body) {
         if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
           bad_request("each content part must be an object with a string 'type'", "messages");
         const std::string type = part["type"];
-        if (type == "text") {
+        if (type == "text" || type == "input_text") {  // input_text: the Responses API's name, as vLLM takes it
           if (!part.contains("text") || !part["text"].is_string())
-            bad_request("a 'text' content part needs a string 'text'", "messages");
+            bad_request(str("a '", type, "' content part needs a string 'text'"), "messages");
           parts.push_back({{"type", "text"}, {"text", part["text"]}});
         } else if (type == "image_url") {
           const json iu = part.value("image_url", json());
@@ -279,7 +282,7 @@ ChatInput parse_chat_messages(const json& body) {
           ci.image_urls.push_back(std::move(url));
           parts.push_back({{"type", "image"}});
         } else {
-          bad_request(str("unsupported content part type '", type, "' (supported: text, image_url)"), "messages");
+          bad_request(str("unsupported content part type '", type, "' (supported: text, input_text, image_url)"), "messages");
         }
       }
       out["content"] = std::move(parts);

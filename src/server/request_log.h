@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <algorithm>
 #include <string>
 
 namespace locr::server {
@@ -18,5 +19,9 @@ struct RequestLog {
 };
 
 RequestLog& request_log();
+
+// `text` cut to `max_len` characters (--max-log-len; -1: all), UTF-8 sequences kept whole, with
+// the number of characters left out.
+std::string clip_for_log(const std::string& text, int max_len);
 
 }  // namespace locr::server

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/generation.h"
+#include "server/generation_defaults.h"
 
 namespace locr::server {
 
@@ -15,6 +16,11 @@ ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& en
       seed_rng_(opts_.seed),
       id_rng_(std::random_device{}()) {
   LOCR_CHECK(!opts_.served_model_names.empty(), "at least one served model name");
+  const bool overrides = opts_.override_generation_config.is_object() && !opts_.override_generation_config.empty();
+  use_generation_ = opts_.use_generation_config || overrides;
+  generation_ = apply_generation_overrides(
+      opts_.use_generation_config ? model.generation_config() : vllm_generation_defaults(model.generation_config()),
+      opts_.override_generation_config);
 }
 
 bool ServerContext::serves(const std::string& name) const {

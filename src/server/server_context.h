@@ -13,10 +13,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "server/cors.h"
 #include "server/decode_budget.h"
 #include "server/server_metrics.h"
+#include "server/tls.h"
 
 namespace locr::server {
 
@@ -27,6 +31,7 @@ struct ServerOptions {
   std::string model_path;                       // shown as `root` in /v1/models
   std::string version = "0.0.0";
   std::string api_key;                          // empty: no authentication
+  std::vector<std::string> extra_api_keys;      // --api-key K1 K2 ...: the keys after the first, also accepted
   std::string device;                           // what /version reports, e.g. "cpu-bf16 (avx2, 2 threads)"
   // The web UI at / (--no-ui: off), and --root-path: the prefix a proxy serves this server under
   // ("" or "/prefix", no trailing slash). Requests whose path starts with it are routed without it.
@@ -61,6 +66,12 @@ struct ServerOptions {
   int http_threads = 1024;                      // upper bound; threads start on demand
   double shutdown_timeout_s = 30;
   bool access_log = true;
+  std::vector<std::string> access_log_skip_paths;  // --disable-access-log-for-endpoints
+  int max_log_len = -1;                         // --max-log-len: most characters of a logged prompt or note; -1 all
+  CorsOptions cors;                             // --allowed-origins/-methods/-headers, --allow-credentials
+  TlsOptions tls;                               // --ssl-keyfile/--ssl-certfile/...: HTTPS when set
+  std::string response_role = "assistant";      // --response-role: the role of chat responses
+  nlohmann::json override_generation_config;    // --override-generation-config (null: none)
 };
 
 class Generation;
@@ -70,6 +81,11 @@ class ServerContext {
   ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts);
 
   const model::LightOnOcr& model() const { return model_; }
+  // The defaults requests start from (generation_config.json or vLLM's, with
+  // --override-generation-config merged; server/generation_defaults.h), and whether they apply
+  // (--generation-config auto, or any override).
+  const model::GenerationConfig& generation_defaults() const { return generation_; }
+  bool use_generation_defaults() const { return use_generation_; }
   runtime::Engine& engine() { return engine_; }
   const ServerOptions& opts() const { return opts_; }
   ServerMetrics& metrics() { return metrics_; }
@@ -95,6 +111,8 @@ class ServerContext {
   const model::LightOnOcr& model_;
   runtime::Engine& engine_;
   ServerOptions opts_;
+  model::GenerationConfig generation_;
+  bool use_generation_ = true;
   ServerMetrics metrics_;
   DecodeBudget decode_budget_;
   std::mutex rng_mu_;
