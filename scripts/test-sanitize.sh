@@ -39,9 +39,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan"
 export LOCR_SANITIZER="$SAN"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$LOGS/tsan"
 status=0
-# The browser tests (server.test_ui::*) are left out: they test the page's script in Chromium, and
-# the server paths they drive (/v1/ocr with progress and page images) run here through test_ocr.
-ctest --test-dir "$BUILD" -L 'unit|golden|server' -E '^server[.]test_ui::' --output-on-failure -j "$JOBS" "$@" || status=$?
+# The browser tests (server.test_ui::*, server.test_cors_browser::*) are left out: they test the
+# page's script and Chromium's CORS checks; the server paths they drive (/v1/ocr with progress and
+# page images, CORS preflights) run here through test_ocr and test_dropin.
+ctest --test-dir "$BUILD" -L 'unit|golden|server' -E '^server[.](test_ui|test_cors_browser)::' --output-on-failure -j "$JOBS" "$@" || status=$?
 end=$(date +%s)
 
 if compgen -G "$LOGS/*" >/dev/null; then
