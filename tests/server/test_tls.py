@@ -179,3 +179,27 @@ def test_bad_tls_flags_are_clear_errors(tmp_path, flags, message):
                          timeout=60)
     assert out.returncode != 0
     assert message in out.stderr, out.stderr
+
+
+def test_a_stalled_handshake_is_timed_out(tmp_path):
+    """A client that sends the first bytes of a TLS record and stalls (mid-ClientHello) is cut off
+    after --read-timeout instead of holding its connection thread forever; others are served."""
+    key, cert = make_cert(tmp_path)
+    s = TlsServer("--ssl-keyfile", str(key), "--ssl-certfile", str(cert), "--served-model-name", NAME,
+                  "--max-model-len", "512", "--read-timeout", "1")
+    try:
+        stalled = socket.create_connection(("127.0.0.1", s.port))
+        stalled.sendall(b"\x16\x03\x01\x02\x00\x01")  # a handshake record header announcing 512 bytes, then silence
+        assert requests.get(s.url + "/health", verify=str(cert), timeout=10).status_code == 200
+        stalled.settimeout(15)
+        start = time.time()
+        try:
+            data = stalled.recv(4096)
+            while data:
+                data = stalled.recv(4096)
+        except ConnectionResetError:
+            pass
+        assert time.time() - start < 8  # closed by the server, not by our 15 s timeout
+        stalled.close()
+    finally:
+        assert s.stop() == 0
