@@ -1,5 +1,8 @@
-# locr_add_pytest_tests(DIR <dir> PREFIX <name> LABEL <label> PYTHON <python> [ENVIRONMENT <k=v>...]
-#                       [TIMEOUT <s>])
+# locr_add_pytest_tests(DIR <dir> PREFIX <name> LABEL <label> [ENVIRONMENT <k=v>...] [TIMEOUT <s>])
+#
+# Runs pytest from the venv that scripts/install-deps.sh creates at .venv; without it nothing is
+# registered and configure says so. Every test gets LOCR_BIN (the built locr) and
+# PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 in its environment, plus ENVIRONMENT.
 #
 # Registers every test that pytest collects under DIR as its own CTest entry (one per node id,
 # parametrised cases included), so CTest counts, reruns and reports each one. A test that pytest
@@ -7,10 +10,17 @@
 # never as passed. Collection runs at configure time and again whenever a test file changes; a
 # collection error becomes one failing CTest entry that shows pytest's message.
 function(locr_add_pytest_tests)
-  cmake_parse_arguments(A "" "DIR;PREFIX;LABEL;PYTHON;TIMEOUT" "ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(A "" "DIR;PREFIX;LABEL;TIMEOUT" "ENVIRONMENT" ${ARGN})
+  set(A_PYTHON ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+  if(NOT EXISTS ${A_PYTHON})
+    message(STATUS "${A_PREFIX} tests NOT registered: ${A_PYTHON} is missing; "
+                   "run scripts/install-deps.sh to create the venv")
+    return()
+  endif()
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
+  list(PREPEND A_ENVIRONMENT "LOCR_BIN=$<TARGET_FILE:locr>" "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
   file(GLOB _files CONFIGURE_DEPENDS ${A_DIR}/*.py)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_files})
   set(_cmd ${A_PYTHON} -m pytest -q -p no:cacheprovider)

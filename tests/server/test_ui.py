@@ -78,6 +78,17 @@ def choose(d, *paths):
     d.find_element(By.ID, "files").send_keys("\n".join(str(p) for p in paths))
 
 
+def start_ocr(d, path, max_tokens=None, grounding=False):
+    """Chooses `path`, sets max tokens, the test PDFs' dpi and grounding, and starts."""
+    choose(d, path)
+    if max_tokens:
+        d.find_element(By.ID, "opt-max-tokens").send_keys(str(max_tokens))
+        d.find_element(By.ID, "opt-dpi").send_keys(DPI)
+    if grounding:
+        d.find_element(By.ID, "opt-grounding").click()
+    d.find_element(By.ID, "start").click()
+
+
 def doc_state(d, i=0):
     docs = d.find_elements(By.CSS_SELECTOR, "#docs .doc")
     return docs[i].get_attribute("data-state") if len(docs) > i else None
@@ -171,8 +182,7 @@ def test_broken_file_shows_the_servers_message(srv, tmp_path):
     d = browser()
     try:
         d.get(srv.url + "/")
-        choose(d, bad)
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, bad)
         wait(d, lambda: doc_state(d) == "error", 60, "the error")
         err = d.find_element(By.CSS_SELECTOR, "#docs .doc .doc-error")
         assert err.is_displayed()
@@ -181,11 +191,7 @@ def test_broken_file_shows_the_servers_message(srv, tmp_path):
         # The page keeps working: a good file after a bad one, here in grounding mode.
         pdf = tmp_path / "ok.pdf"
         pdf.write_bytes(make_pdf(1))
-        choose(d, pdf)
-        d.find_element(By.ID, "opt-max-tokens").send_keys("8")
-        d.find_element(By.ID, "opt-dpi").send_keys(DPI)
-        d.find_element(By.ID, "opt-grounding").click()
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, pdf, 8, grounding=True)
         wait(d, lambda: doc_state(d, 0) == "done", 120, "the good file")
         prompt = d.execute_script("return [...window.locrApp.state.docs].find(x => x.file.name === 'ok.pdf')"
                                   ".summary.usage.prompt_tokens")
@@ -204,12 +210,9 @@ def test_cancel_stops_the_documents_pages_on_the_server(srv, tmp_path):
     try:
         d.get(srv.url + "/")
         d.execute_script(RECORDER)
-        choose(d, pdf)
-        d.find_element(By.ID, "opt-max-tokens").send_keys("12000")
-        d.find_element(By.ID, "opt-dpi").send_keys(DPI)
         # ignore_eos is not a UI option: the tiny random model runs to max_tokens only if it never
         # writes EOS, so the request is sent long enough to be running when cancelled either way.
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, pdf, 12000)
         wait(d, lambda: srv.metrics()["vllm:num_requests_running"] >= 1, 60, "pages running on the server")
         d.find_element(By.CSS_SELECTOR, "#docs .doc .cancel").click()
         wait(d, lambda: doc_state(d) == "cancelled", 30, "the document to show cancelled")
@@ -231,18 +234,14 @@ def test_api_key_is_asked_once_and_kept_for_the_session(tmp_path):
         wait(d, lambda: d.find_element(By.ID, "st-model").text == "API key needed", 30, "the key notice")
         pdf = tmp_path / "k.pdf"
         pdf.write_bytes(make_pdf(1))
-        choose(d, pdf)
-        d.find_element(By.ID, "opt-max-tokens").send_keys("4")
-        d.find_element(By.ID, "opt-dpi").send_keys(DPI)
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, pdf, 4)
         wait(d, lambda: d.find_element(By.ID, "key-dialog").get_attribute("open") is not None, 30, "the key dialog")
         d.find_element(By.ID, "key-input").send_keys("sesame")
         d.find_element(By.ID, "key-ok").click()
         wait(d, lambda: doc_state(d) == "done", 120, "the document with the key")
         assert d.execute_script("return sessionStorage.getItem('locr.apiKey')") == "sesame"
         # A second document goes through without asking again.
-        choose(d, pdf)
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, pdf)
         wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#docs .doc")) == 2 and doc_state(d, 0) == "done",
              120, "the second document")
         assert d.find_element(By.ID, "key-dialog").get_attribute("open") is None
@@ -265,10 +264,7 @@ def test_root_path_and_no_ui(tmp_path):
         wait(d, lambda: "cpu" in d.find_element(By.ID, "st-device").text, 30, "the status strip under /ocr")
         pdf = tmp_path / "r.pdf"
         pdf.write_bytes(make_pdf(1))
-        choose(d, pdf)
-        d.find_element(By.ID, "opt-max-tokens").send_keys("4")
-        d.find_element(By.ID, "opt-dpi").send_keys(DPI)
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, pdf, 4)
         wait(d, lambda: doc_state(d) == "done", 120, "the document under /ocr")
         assert severe_console_errors(d) == []
     finally:
@@ -338,10 +334,7 @@ def test_narrow_screen_and_labels(srv, tmp_path):
         d.get(srv.url + "/")
         pdf = tmp_path / "n.pdf"
         pdf.write_bytes(make_pdf(1))
-        choose(d, pdf)
-        d.find_element(By.ID, "opt-max-tokens").send_keys("16")
-        d.find_element(By.ID, "opt-dpi").send_keys(DPI)
-        d.find_element(By.ID, "start").click()
+        start_ocr(d, pdf, 16)
         wait(d, lambda: doc_state(d) == "done", 120, "the document")
         cols = d.execute_script(
             "return getComputedStyle(document.querySelector('.page-body')).gridTemplateColumns.split(' ').length")
