@@ -95,6 +95,10 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   std::unique_ptr<LightOnOcr> m(new LightOnOcr());
   m->backend_ = opts.backend;
   m->config_ = ModelConfig::from_file(io::join_path(dir, "config.json"));
+  {
+    const json raw_config = read_json_file(io::join_path(dir, "config.json"));
+    m->variant_ = detect_variant(dir, &raw_config);
+  }
   const std::string gen_path = io::join_path(dir, "generation_config.json");
   if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json_file(gen_path));
   m->proc_config_ = load_processor_config(dir, opts.image_align);

@@ -20,6 +20,7 @@
 #include "model/processor.h"
 #include "model/text_decoder.h"
 #include "model/tokenizer.h"
+#include "model/variant.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
 
@@ -58,6 +59,8 @@ class LightOnOcr {
   const ModelConfig& config() const { return config_; }
   const GenerationConfig& generation_config() const { return gen_config_; }
   const ProcessorConfig& processor_config() const { return proc_config_; }
+  // Which checkpoint this is (model/variant.h): what its output can carry (figure boxes, grounding).
+  const ModelVariant& variant() const { return variant_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ChatTemplate& chat_template() const { return *template_; }
   kernels::Ops& ops() { return *ops_; }
@@ -94,6 +97,7 @@ class LightOnOcr {
   ModelConfig config_;
   GenerationConfig gen_config_;
   ProcessorConfig proc_config_;
+  ModelVariant variant_;
   io::SafetensorsSet tensors_;
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
