@@ -107,10 +107,17 @@ const std::set<std::string>& header_footer_labels() {
   return labels;
 }
 
-std::string grounding_markdown(const std::vector<GroundingBlock>& blocks, const std::set<std::string>& drop) {
+std::string grounding_markdown(const std::vector<GroundingBlock>& blocks, const std::set<std::string>& drop,
+                               bool figure_markers) {
   std::vector<std::string> parts;
   bool prev_kept = false;
   for (const GroundingBlock& b : blocks) {
+    if (figure_markers && b.label == "image" && b.has_box && !drop.count(b.label)) {
+      parts.push_back("![image](image)" + std::to_string(b.x1) + "," + std::to_string(b.y1) + "," + std::to_string(b.x2) +
+                      "," + std::to_string(b.y2));
+      prev_kept = true;
+      continue;
+    }
     if (drop.count(b.label) || b.text.empty()) {
       prev_kept = false;
       continue;

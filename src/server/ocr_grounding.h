@@ -33,7 +33,10 @@ const std::set<std::string>& header_footer_labels();
 
 // The blocks' texts as Markdown, paragraphs apart; blocks whose label is in `drop`, and empty ones,
 // are left out; a continuation joins the block before it (with a space) when that one was kept.
-std::string grounding_markdown(const std::vector<GroundingBlock>& blocks, const std::set<std::string>& drop);
+// With `figure_markers`, an `image` block is written as the -bbox variants write a figure,
+// `![image](image)x1,y1,x2,y2` (its description dropped), for ocr_figures.h to crop and number.
+std::string grounding_markdown(const std::vector<GroundingBlock>& blocks, const std::set<std::string>& drop,
+                               bool figure_markers = false);
 
 // The blocks as JSON: [{"label", "continues", "bbox": [x1, y1, x2, y2] (0..1000) or null,
 // "box": {"left", "top", "right", "bottom"} in pixels of a width x height page or null, "text",

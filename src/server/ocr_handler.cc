@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "io/document.h"
 #include "io/image_encode.h"
@@ -24,6 +25,7 @@
 #include "server/generation.h"
 #include "server/handlers.h"
 #include "server/media.h"
+#include "server/ocr_grounding.h"
 #include "server/ocr_mistral.h"
 #include "server/openai_response.h"
 #include "server/request_log.h"
@@ -52,7 +54,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // ("128" -> 128, "true" -> true), so the same validation applies to both encodings.
 bool string_field(const std::string& k) {
   return k == "pages" || k == "output" || k == "mode" || k == "password" || k == "page_separator" || k == "order" || k == "model" ||
-         k == "document" || k == "stop";
+         k == "document" || k == "stop" || k == "drop_labels";
 }
 
 struct OcrRequest {
@@ -125,6 +127,8 @@ struct OcrOptions {
   std::string order = "page";
   std::string separator = "\n\n";
   bool grounding = false;   // mode "grounding": the text `grounding` after the page image (LightOnOCR-3)
+  std::set<std::string> drop_labels;  // grounding: block labels left out of the page's Markdown
+  bool figure_markers = false;        // grounding for a Mistral request: image blocks become figures
   bool page_image = false;  // include_page_image
   bool progress = false;    // progress events (stream only)
   runtime::PostprocessOptions post;
@@ -147,6 +151,32 @@ OcrOptions parse_ocr_options(const json& body, const ServerContext& ctx) {
     if (*v != "ocr" && *v != "grounding") bad_request(str("'mode' must be 'ocr' or 'grounding', got '", *v, "'"), "mode");
     o.grounding = *v == "grounding";
   }
+  if (auto v = opt_bool(body, "drop_headers_footers"); v && *v) o.drop_labels = header_footer_labels();
+  if (auto it = body.find("drop_labels"); it != body.end() && !it->is_null()) {
+    std::vector<std::string> labels;
+    if (it->is_string()) {  // "header,footer" (a form field)
+      std::string s = it->get<std::string>();
+      for (size_t from = 0; from <= s.size();) {
+        size_t to = std::min(s.find(',', from), s.size());
+        std::string l = s.substr(from, to - from);
+        while (!l.empty() && l.front() == ' ') l.erase(l.begin());
+        while (!l.empty() && l.back() == ' ') l.pop_back();
+        if (!l.empty()) labels.push_back(l);
+        from = to + 1;
+      }
+    } else if (it->is_array()) {
+      for (const json& l : *it) {
+        if (!l.is_string()) bad_request("'drop_labels' must be a list of block labels (strings)", "drop_labels");
+        labels.push_back(l.get<std::string>());
+      }
+    } else {
+      bad_request("'drop_labels' must be a list of block labels, e.g. [\"header\", \"footer\"]", "drop_labels");
+    }
+    o.drop_labels.insert(labels.begin(), labels.end());
+  }
+  if (!o.drop_labels.empty() && !o.grounding)
+    bad_request("'drop_headers_footers' and 'drop_labels' need 'mode': 'grounding' (only grounding output has labelled blocks)",
+                "mode");
   if (auto v = opt_bool(body, "include_page_image")) o.page_image = *v;
   if (auto v = opt_bool(body, "progress")) o.progress = *v;
   o.post.plain_text = o.output == "text";
@@ -188,13 +218,24 @@ struct OcrJob {
   Clock::time_point last_progress;
 };
 
+// A page's text as it is returned: post-processed; in grounding mode the Markdown of its blocks
+// (without the dropped labels), the blocks into `blocks` when given.
+std::string page_text(const OcrJob& job, const std::string& raw, int width, int height, json* blocks) {
+  std::string text = runtime::postprocess(raw, job.opts.post);
+  if (!job.opts.grounding) return text;
+  const std::vector<GroundingBlock> b = parse_grounding(text);
+  if (blocks) *blocks = grounding_json(b, width, height, job.opts.drop_labels);
+  return grounding_markdown(b, job.opts.drop_labels, job.opts.figure_markers);
+}
+
 json page_json(const OcrJob& job, const Generation& gen, int i) {
   const ChoiceResult& r = gen.results()[i];
   const PageState& p = job.pages[i];
+  json blocks;
   json j = {{"page", p.page},
             {"index", i},
             {"dimensions", {{"width", p.width}, {"height", p.height}}},
-            {"text", runtime::postprocess(r.text, job.opts.post)},
+            {"text", page_text(job, r.text, p.width, p.height, &blocks)},
             {"finish_reason", r.finish_reason.empty() ? json(nullptr) : json(r.finish_reason)},
             {"stop_reason", r.stop_reason},
             {"usage", usage_json(static_cast<int64_t>(gen.prompts()[i].ids.size()), r.n_tokens)},
@@ -202,7 +243,8 @@ json page_json(const OcrJob& job, const Generation& gen, int i) {
              {{"render_s", p.render_s},
               {"first_token_s", p.first_token_s < 0 ? json(nullptr) : json(p.first_token_s)},
               {"total_s", p.finished_s < 0 ? json(nullptr) : json(p.finished_s)}}}};
-  if (job.opts.output == "json") j["raw"] = r.text;
+  if (job.opts.output == "json" || job.opts.grounding) j["raw"] = r.text;
+  if (job.opts.grounding) j["blocks"] = std::move(blocks);
   if (!r.error.empty()) j["error"] = r.error;
   const TokenConfidence& c = r.confidence;
   if (c.tokens > 0) {
@@ -224,7 +266,8 @@ std::string document_text(const OcrJob& job, const Generation& gen) {
   std::string doc;
   for (size_t i = 0; i < job.pages.size(); ++i) {
     if (i) doc += job.opts.separator;
-    std::string t = runtime::postprocess(gen.results()[i].text, job.opts.post);
+    const PageState& p = job.pages[i];
+    std::string t = page_text(job, gen.results()[i].text, p.width, p.height, nullptr);
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
     doc += t;
   }
@@ -306,6 +349,22 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   }
   job->opts = parse_ocr_options(body, ctx);
   job->mistral = in.mistral;
+  const model::ModelVariant& variant = ctx.model().variant();
+  if (job->opts.grounding && variant.known() && !variant.grounding)
+    bad_request(str("'mode': 'grounding' needs a LightOnOCR-3 model; this server runs ", variant.describe(),
+                    ", which was not trained for it: leave 'mode' out (plain OCR)"),
+                "mode");
+  if (job->mistral.include_image_base64 && variant.known() && !variant.figure_boxes)
+    bad_request(str("'include_image_base64': this server runs ", variant.describe(),
+                    ", which emits no figure boxes, so there are no images to return; use a -bbox variant "
+                    "(e.g. lightonai/LightOnOCR-2-1B-bbox) or LightOnOCR-3, or leave 'include_image_base64' out"),
+                "include_image_base64");
+  // LightOnOCR-3 boxes figures only in its grounding mode: a Mistral request runs in it, the
+  // page's Markdown is made from the blocks, and image blocks become the response's images.
+  if (job->mistral.active && variant.grounding) {
+    job->opts.grounding = true;
+    job->opts.figure_markers = true;
+  }
   if (job->opts.progress && !p.stream) bad_request("'progress' events need 'stream': true", "progress");
   const io::PageRange range = [&] {
     try {

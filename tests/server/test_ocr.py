@@ -116,7 +116,8 @@ def test_grounding_mode_is_the_image_then_grounding(server):
     chat = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "grounding"}]}],
         **greedy(max_tokens=6)}).json()
-    assert r.json()["pages"][0]["text"] == chat["choices"][0]["message"]["content"]
+    # `raw` is the model's output; `text` the Markdown of its blocks (test_ocr_grounding.py).
+    assert r.json()["pages"][0]["raw"] == chat["choices"][0]["message"]["content"]
     assert r.json()["usage"]["prompt_tokens"] == chat["usage"]["prompt_tokens"]
     plain = server.post("/v1/ocr", {"document": url, **greedy(max_tokens=6)}).json()
     assert r.json()["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"]

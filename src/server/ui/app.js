@@ -269,7 +269,9 @@
       if (r.dimensions) { img.width = r.dimensions.width; img.height = r.dimensions.height; }
       frame.appendChild(img);
       if (!this.opts.boxes) return;
-      R.extractBoxes(r.text).boxes.forEach((b, i) => {
+      // Grounding pages carry the model's own output (with every block's box) as `raw`; their
+      // `text` is the Markdown made from the blocks.
+      R.extractBoxes(r.raw != null ? r.raw : r.text).boxes.forEach((b, i) => {
         const d = document.createElement("div");
         d.className = "box";
         d.dataset.box = i;
