@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@
 #include "runtime/engine.h"
 #include "runtime/postprocess.h"
 #include "server/memory_plan.h"
+#include "server/ocr_grounding.h"
 #include "tools/http_client.h"
 #include "tools/hub.h"
 #include "tools/progress.h"
@@ -48,6 +50,9 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// --mode grounding: the text after the page image (LightOnOCR-3's grounding mode).
+const std::string kGroundingPrompt = "grounding";
 
 // Runs one page image through the model, in-process or over HTTP. Thread-safe.
 class Backend {
@@ -82,11 +87,16 @@ class LocalBackend : public Backend {
     sampling_ = sampling_from_args(a, model_->generation_config());
     max_tokens_ = a.get_int("max-tokens", 0);
     for (int id : model_->generation_config().eos_token_ids) eos_.push_back(id);
+    grounding_ = a.get("mode", "ocr") == "grounding";
+    const model::ModelVariant& v = model_->variant();
+    if (grounding_ && v.known() && !v.grounding)
+      fail(ErrorKind::kInvalidArgument, "--mode grounding needs a LightOnOCR-3 model; ", a.get("model"), " is ",
+           v.describe(), ", which was not trained for it (leave --mode out for plain OCR)");
   }
   ~LocalBackend() override { engine_->shutdown(false); }
 
   PageOut run(const io::Image& page) override {
-    static const json messages = model::LightOnOcr::make_messages(nullptr, nullptr, 1);
+    const json messages = model::LightOnOcr::make_messages(nullptr, grounding_ ? &kGroundingPrompt : nullptr, 1);
     model::Prompt prompt = model_->build_prompt(messages, {page});
     const int64_t max_len = engine_->options().max_model_len;
     const int64_t len = static_cast<int64_t>(prompt.ids.size());
@@ -136,6 +146,7 @@ class LocalBackend : public Backend {
   std::unique_ptr<runtime::Engine> engine_;
   runtime::SamplingParams sampling_;
   int max_tokens_ = 0;
+  bool grounding_ = false;
   std::vector<int32_t> eos_;
   std::string dir_;
   std::atomic<uint64_t> next_id_{1};
@@ -174,6 +185,7 @@ class RemoteBackend : public Backend {
     if (a.has("top-p")) sampling_["top_p"] = a.get_double("top-p", 1);
     if (a.has("top-k")) sampling_["top_k"] = a.get_int("top-k", 0);
     if (a.has("seed")) sampling_["seed"] = std::stoll(a.get("seed"));
+    grounding_ = a.get("mode", "ocr") == "grounding";
   }
 
   PageOut run(const io::Image& page) override {
@@ -182,9 +194,9 @@ class RemoteBackend : public Backend {
     img.alpha.clear();
     json body = sampling_;
     body["model"] = model_name_;
-    body["messages"] = json::array({{{"role", "user"},
-                                     {"content", json::array({{{"type", "image_url"},
-                                                               {"image_url", {{"url", tools::png_data_url(tools::encode_png(img))}}}}})}}});
+    json content = json::array({{{"type", "image_url"}, {"image_url", {{"url", tools::png_data_url(tools::encode_png(img))}}}}});
+    if (grounding_) content.push_back({{"type", "text"}, {"text", kGroundingPrompt}});
+    body["messages"] = json::array({{{"role", "user"}, {"content", std::move(content)}}});
     tools::HttpClient cli(origin_, timeout_);
     const auto r = cli.post(path_, body.dump(), "application/json", headers_);
     if (!r.ok()) {
@@ -214,6 +226,7 @@ class RemoteBackend : public Backend {
   std::string url_, origin_, path_, model_name_;
   tools::Headers headers_;
   double timeout_ = 600;
+  bool grounding_ = false;
   json sampling_ = json::object();
 };
 
@@ -253,8 +266,16 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
-std::string page_file_text(const PageJob& p, const std::string& format, const runtime::PostprocessOptions& post) {
+// What --mode grounding changes in a page's output: its text is the Markdown of the blocks.
+struct GroundingOutput {
+  bool on = false;
+  std::set<std::string> drop;  // --drop-headers-footers
+};
+
+std::string page_file_text(const PageJob& p, const std::string& format, const runtime::PostprocessOptions& post,
+                           const GroundingOutput& g) {
   std::string text = runtime::postprocess(p.out.text, post);
+  if (g.on) text = server::grounding_markdown(server::parse_grounding(text), g.drop);
   if (format != "json") {
     if (text.empty() || text.back() != '\n') text += '\n';
     return text;
@@ -268,6 +289,11 @@ std::string page_file_text(const PageJob& p, const std::string& format, const ru
   return j.dump(2) + "\n";
 }
 
+// page-0001.md -> page-0001.blocks.json (--mode grounding).
+std::string blocks_file(const std::string& page_file) {
+  return (fs::path(page_file).parent_path() / (fs::path(page_file).stem().string() + ".blocks.json")).string();
+}
+
 std::string trim_end(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   return s;
@@ -275,11 +301,14 @@ std::string trim_end(std::string s) {
 
 // The options that change what a page file holds (not --concurrency, --retries, --threads,
 // --timeout, nor secrets such as --api-key or --password). Values as given on the command line.
-json run_options(const Args& a, const std::string& format, const runtime::PostprocessOptions& post) {
+json run_options(const Args& a, const std::string& format, const runtime::PostprocessOptions& post,
+                 const GroundingOutput& g) {
   json o = {{"backend", a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server")},
             {"format", format},
             {"fix_dollars", post.fix_dollars},
-            {"tables_to_markdown", post.tables_to_markdown}};
+            {"tables_to_markdown", post.tables_to_markdown},
+            {"mode", g.on ? "grounding" : "ocr"},
+            {"drop_headers_footers", !g.drop.empty()}};
   for (const char* k : {"max-tokens", "temperature", "top-p", "top-k", "seed", "dpi", "model-name", "max-model-len",
                         "dtype", "backend", "device", "chat-template", "image-align"}) {
     std::string key = k;
@@ -316,11 +345,14 @@ int cmd_ocr(int argc, char** argv) {
   a.option("password", "PDF password", "PW");
   a.flag("fix-dollars", "repair escaped inline-math dollars (default on; --no-fix-dollars)");
   a.flag("tables-to-markdown", "convert representable HTML tables to pipe tables");
+  a.option("mode", "ocr (default: the page image alone) or grounding (LightOnOCR-3: the image then `grounding`; "
+           "the page file is the Markdown of the layout blocks, page-0001.blocks.json beside it holds the blocks)", "MODE");
+  a.flag("drop-headers-footers", "--mode grounding: leave header, footer, page number and footnote blocks out");
   a.flag("progress", "progress bar on stderr (default: when stderr is a terminal)");
   // INPUT... anywhere among the options (Args takes one value per positional), and -o OUTDIR as
   // the short form of --output.
-  static const char* const kFlags[] = {"fix-dollars", "no-fix-dollars", "tables-to-markdown", "no-tables-to-markdown",
-                                       "progress", "no-progress", "help"};
+  static const char* const kFlags[] = {"fix-dollars",          "no-fix-dollars", "tables-to-markdown", "no-tables-to-markdown",
+                                       "drop-headers-footers", "progress",       "no-progress",        "help"};
   std::vector<std::string> storage{argv[0]}, input_args;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -355,6 +387,14 @@ int cmd_ocr(int argc, char** argv) {
   post.fix_dollars = a.get_flag("fix-dollars", true);
   post.tables_to_markdown = a.get_flag("tables-to-markdown", false);
   post.plain_text = format == "txt";
+  GroundingOutput grounding;
+  const std::string mode = a.get("mode", "ocr");
+  if (mode != "ocr" && mode != "grounding") fail(ErrorKind::kInvalidArgument, "--mode must be ocr or grounding, got '", mode, "'");
+  grounding.on = mode == "grounding";
+  if (a.get_flag("drop-headers-footers", false)) {
+    if (!grounding.on) fail(ErrorKind::kInvalidArgument, "--drop-headers-footers needs --mode grounding");
+    grounding.drop = server::header_footer_labels();
+  }
   const io::PageRange range = a.has("pages") ? io::PageRange::parse(a.get("pages")) : io::PageRange::all();
   io::DocumentOptions dopts;
   if (a.has("dpi")) dopts.pdf.dpi = a.get_double("dpi", 0);
@@ -366,7 +406,7 @@ int cmd_ocr(int argc, char** argv) {
   fs::create_directories(outdir);
   const std::string manifest_path = (fs::path(outdir) / "manifest.json").string();
   ManifestHead head;
-  head.options = run_options(a, format, post);
+  head.options = run_options(a, format, post, grounding);
   head.backend = a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server");
   head.format = format;
   const PreviousRun prev = read_previous_run(manifest_path, head.options);
@@ -452,7 +492,15 @@ int cmd_ocr(int argc, char** argv) {
           const io::Image img = dj.doc->render_page(pj.page - 1);
           pj.out = backend->run(img);
           pj.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
-          io::write_file_atomic((fs::path(outdir) / pj.file).string(), page_file_text(pj, format, post));
+          io::write_file_atomic((fs::path(outdir) / pj.file).string(), page_file_text(pj, format, post, grounding));
+          if (grounding.on) {  // the blocks, with boxes in pixels of the rendered page
+            const auto blocks = server::parse_grounding(runtime::postprocess(pj.out.text, post));
+            const json j = {{"page", pj.page},
+                            {"width", img.width},
+                            {"height", img.height},
+                            {"blocks", server::grounding_json(blocks, img.width, img.height, grounding.drop)}};
+            io::write_file_atomic((fs::path(outdir) / blocks_file(pj.file)).string(), j.dump(2) + "\n");
+          }
           pj.status = "ok";
           pj.error.clear();
           break;
