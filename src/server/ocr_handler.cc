@@ -115,6 +115,7 @@ OcrRequest read_request(const httplib::Request& req, const ServerOptions& opts) 
     auto decoded = base64_decode(b64);
     if (!decoded) bad_request("'document' is not valid base64", "document");
     r.bytes = std::move(*decoded);
+    check_declared_document(*doc, /*declared_image=*/false, r.bytes);
     r.body.erase("document");
   }
   if (r.bytes.empty()) bad_request("the document is empty", "document");

@@ -1,8 +1,11 @@
 #include "server/ocr_mistral.h"
 
+#include <cctype>
 #include <cmath>
 
+#include "io/image.h"
 #include "io/image_encode.h"
+#include "io/pdf.h"
 #include "server/errors.h"
 #include "server/media.h"
 #include "server/openai_schema.h"
@@ -58,7 +61,32 @@ std::string document_url(const json& doc) {
   bad_request(str("'document.", key, "' must be a URL string"), "document");
 }
 
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+void check_declared_document(const std::string& url, bool declared_image, const std::string& bytes) {
+  std::string mime;
+  if (url.size() > 5 && lower(url.substr(0, 5)) == "data:") mime = lower(url.substr(5, url.find_first_of(";,") - 5));
+  const bool pdf = io::looks_like_pdf(bytes);
+  const io::ImageFormat image = io::detect_image_format(bytes);
+  const std::string what = pdf ? "a PDF" : image != io::ImageFormat::kUnknown
+                                               ? str("a ", io::image_format_name(image), " image")
+                                               : "neither a PDF nor an image locr reads";
+  if (pdf && (declared_image || mime.rfind("image/", 0) == 0))
+    bad_request(str("'document' is declared an image (", declared_image ? "type image_url" : "data:" + mime,
+                    ") but holds a PDF: send it as {\"type\": \"document_url\", \"document_url\": "
+                    "\"data:application/pdf;base64,...\"}"),
+                "document");
+  if (!pdf && mime == "application/pdf")
+    bad_request(str("'document' is declared a PDF (data:application/pdf) but holds ", what,
+                    image != io::ImageFormat::kUnknown ? ": send it as {\"type\": \"image_url\", ...} or with its image type"
+                                                       : ""),
+                "document");
+}
 
 bool is_mistral_request(const json& body) { return body.is_object() && body.contains("document") && body["document"].is_object(); }
 
@@ -72,6 +100,7 @@ MistralOptions read_mistral_request(json& body, std::string& bytes, const Server
     throw ApiError(e.status(), str("'document': ", e.what()), "document");
   }
   m.doc_size_bytes = static_cast<int64_t>(bytes.size());
+  check_declared_document(url, body["document"].value("type", "") == "image_url", bytes);
   body.erase("document");
   if (body.contains("pages") && !body["pages"].is_null()) {
     const json& p = body["pages"];

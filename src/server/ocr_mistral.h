@@ -25,6 +25,11 @@ struct MistralOptions {
   int64_t doc_size_bytes = 0;
 };
 
+// ApiError 400 (param "document") when the document's bytes are not what the request declared:
+// a PDF sent as an image (`declared_image`: Mistral's type image_url, or a data:image/... URL), or
+// other bytes in a data:application/pdf URL. `url` is the document's URL as sent.
+void check_declared_document(const std::string& url, bool declared_image, const std::string& bytes);
+
 // True when `body` is a Mistral OCR request (its `document` is an object).
 bool is_mistral_request(const nlohmann::json& body);
 

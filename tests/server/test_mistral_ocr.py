@@ -107,3 +107,32 @@ def test_sdk_raises_on_an_unknown_model(srv):
     with pytest.raises(Exception) as e:
         client.ocr.process(model="nope", document={"type": "image_url", "image_url": "data:image/png;base64," + b64(PNG)})
     assert "404" in str(e.value) or "nope" in str(e.value)
+
+
+def test_a_document_that_is_not_what_was_declared_is_a_400(srv):
+    if not pdf_ok(srv):
+        pytest.skip("built without Poppler")
+    pdf = make_pdf(1)
+    cases = [
+        ({"type": "image_url", "image_url": "data:image/png;base64," + b64(pdf)}, "holds a PDF"),
+        ({"type": "image_url", "image_url": "data:application/octet-stream;base64," + b64(pdf)}, "holds a PDF"),
+        ({"type": "document_url", "document_url": "data:image/jpeg;base64," + b64(pdf)}, "holds a PDF"),
+        ({"type": "document_url", "document_url": "data:application/pdf;base64," + b64(PNG)}, "holds a PNG image"),
+        ({"type": "document_url", "document_url": "data:application/pdf;base64," + b64(b"plain words")}, "neither a PDF"),
+    ]
+    for doc, words in cases:
+        r = requests.post(srv.url + "/v1/ocr", json={"model": NAME, "document": doc}, timeout=60)
+        assert r.status_code == 400, (doc["type"], r.text)
+        assert r.json()["error"]["param"] == "document" and words in r.json()["error"]["message"], r.text
+    # locr's own form: a data: URL that declares a PDF must hold one.
+    r = requests.post(srv.url + "/v1/ocr", json={"document": "data:application/pdf;base64," + b64(PNG)}, timeout=60)
+    assert r.status_code == 400 and "declared a PDF" in r.json()["error"]["message"], r.text
+    # What was declared: accepted (an image is also a document).
+    for doc in ({"type": "document_url", "document_url": "data:application/pdf;base64," + b64(pdf)},
+                {"type": "document_url", "document_url": "data:image/png;base64," + b64(PNG)}):
+        r = requests.post(srv.url + "/v1/ocr", json={"model": NAME, "document": doc, "max_tokens": 2, "dpi": 36}, timeout=60)
+        assert r.status_code == 200, r.text
+    client = Mistral(api_key="unused", server_url=srv.url)
+    with pytest.raises(Exception) as e:
+        client.ocr.process(model=NAME, document={"type": "image_url", "image_url": "data:image/png;base64," + b64(pdf)})
+    assert "400" in str(e.value) or "holds a PDF" in str(e.value)
