@@ -351,7 +351,7 @@ void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
     stop_reason = std::to_string(tok);
   } else if (is_eos && !in.ignore_eos) {
     reason = "stop";
-  } else if (s.loop_guard->push(tok)) {
+  } else if (in.forced_ids.empty() && s.loop_guard->push(tok)) {  // a forced output is emitted whole
     reason = "stop";
     stop_reason = "repetition";
     metrics_.repetition_stops.fetch_add(1);

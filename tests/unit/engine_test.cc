@@ -382,6 +382,16 @@ TEST(Engine, ForcedDecodeEmitsTheGivenIdsThenEosWithTheModelsLogprobs) {
   in.eos_ids.clear();
   EXPECT_EQ(collect(*engine.submit(in), &reason), forced);
   EXPECT_EQ(reason, "stop");
+  // A repetitive forced text (the loop guard would stop it) comes out whole.
+  std::vector<int32_t> cycle;
+  for (int i = 0; i < 700; ++i) cycle.push_back(i % 2 ? 17 : 300);
+  in.forced_ids = cycle;
+  in.max_tokens = 1000;
+  in.logprobs = -1;
+  ASSERT_TRUE(in.loop_guard.enabled);
+  EXPECT_EQ(collect(*engine.submit(in), &reason), cycle);
+  EXPECT_EQ(reason, "stop");
+  EXPECT_EQ(engine.metrics().repetition_stops.load(), 0u);
   // The engine thread publishes the free count at the end of the step that finished the request.
   for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
