@@ -5,9 +5,11 @@
 //   --server URL  sends each page as a PNG data: URL to an OpenAI-compatible
 //                 /v1/chat/completions (a `locr serve`, or vLLM serving LightOnOCR).
 //
-// Output: OUTDIR/<name>/page-0001.<ext> per page (written to a temp name, then renamed),
-// OUTDIR/<name>.<ext> per complete document and OUTDIR/manifest.json, kept up to date as pages
-// finish (apps/ocr_manifest.h). A rerun with the same options skips the pages the manifest records
+// Output: OUTDIR/<name>/page-0001.<ext> per page (written to a temp name, then renamed), the
+// figures a -bbox model marks cropped beside it as OUTDIR/<name>/page-0001-img-N.png (unless
+// --no-figures; apps/ocr_page_figures.h), OUTDIR/<name>.<ext> per complete document and
+// OUTDIR/manifest.json with each page's figures and confidence, kept up to date as pages finish
+// (apps/ocr_manifest.h). A rerun with the same options skips the pages the manifest records
 // done, so an interrupted run resumes; under other options it redoes them. Exit code 0 only if
 // every page succeeded.
 #include <glob.h>
@@ -62,10 +64,13 @@ class Backend {
   virtual std::string describe() const = 0;
 };
 
+double confidence_threshold(const Args& a) { return a.get_double("confidence-threshold", 0.5); }
+
 class LocalBackend : public Backend {
  public:
-  LocalBackend(const Args& a) {
+  LocalBackend(const Args& a) : threshold_(confidence_threshold(a)) {
     model_ = load_model(a);
+    forced_ = forced_output_ids(a, *model_);
     dir_ = tools::resolve_model(a.get("model"));
     runtime::EngineOptions eo;
     const int model_max = model_->config().text.max_position_embeddings;
@@ -117,7 +122,10 @@ class LocalBackend : public Backend {
     in.max_tokens = static_cast<int>(max_tokens);
     in.eos_ids = eos_;
     in.repetition_penalty = model_->generation_config().repetition_penalty;
+    in.logprobs = 0;  // the sampled token's log-probability, for the page confidence
+    in.forced_ids = forced_;
     PageOut out;
+    out.confidence.threshold = threshold_;
     out.prompt_tokens = len;
     auto stream = engine_->submit(std::move(in));
     runtime::Detokenizer detok(model_->tokenizer(), /*skip_special=*/true);
@@ -127,6 +135,7 @@ class LocalBackend : public Backend {
       if (!e) continue;
       if (e->token >= 0) {
         ++out.completion_tokens;
+        out.confidence.add(e->logprob);
         const bool eos = std::find(eos_.begin(), eos_.end(), e->token) != eos_.end();
         if (!eos && e->token < vocab) out.text += detok.push(e->token);
       }
@@ -147,14 +156,15 @@ class LocalBackend : public Backend {
   runtime::SamplingParams sampling_;
   int max_tokens_ = 0;
   bool grounding_ = false;
-  std::vector<int32_t> eos_;
+  std::vector<int32_t> eos_, forced_;
   std::string dir_;
+  double threshold_ = 0.5;
   std::atomic<uint64_t> next_id_{1};
 };
 
 class RemoteBackend : public Backend {
  public:
-  RemoteBackend(const Args& a) : url_(a.get("server")) {
+  RemoteBackend(const Args& a) : url_(a.get("server")), threshold_(confidence_threshold(a)) {
     const tools::HttpUrl u = tools::parse_url(url_);
     origin_ = u.origin();
     std::string path = u.path;
@@ -186,6 +196,9 @@ class RemoteBackend : public Backend {
     if (a.has("top-k")) sampling_["top_k"] = a.get_int("top-k", 0);
     if (a.has("seed")) sampling_["seed"] = std::stoll(a.get("seed"));
     grounding_ = a.get("mode", "ocr") == "grounding";
+    // The sampled tokens' log-probabilities, for the page confidence (no alternatives: cheap).
+    sampling_["logprobs"] = true;
+    sampling_["top_logprobs"] = 0;
   }
 
   PageOut run(const io::Image& page) override {
@@ -215,6 +228,12 @@ class RemoteBackend : public Backend {
         out.prompt_tokens = j["usage"].value("prompt_tokens", 0);
         out.completion_tokens = j["usage"].value("completion_tokens", 0);
       }
+      // A server that gives no log-probabilities leaves the confidence unknown (null).
+      out.confidence.threshold = threshold_;
+      const json* lp = c.contains("logprobs") && c["logprobs"].is_object() ? &c["logprobs"] : nullptr;
+      if (lp && lp->contains("content") && (*lp)["content"].is_array())
+        for (const json& t : (*lp)["content"])
+          if (t.is_object() && t.contains("logprob") && t["logprob"].is_number()) out.confidence.add(t["logprob"].get<double>());
     } catch (const std::exception& e) {
       fail(ErrorKind::kIo, "unexpected response from ", origin_, path_, ": ", e.what());
     }
@@ -227,6 +246,7 @@ class RemoteBackend : public Backend {
   tools::Headers headers_;
   double timeout_ = 600;
   bool grounding_ = false;
+  double threshold_ = 0.5;
   json sampling_ = json::object();
 };
 
@@ -272,10 +292,11 @@ struct GroundingOutput {
   std::set<std::string> drop;  // --drop-headers-footers
 };
 
-std::string page_file_text(const PageJob& p, const std::string& format, const runtime::PostprocessOptions& post,
-                           const GroundingOutput& g) {
-  std::string text = runtime::postprocess(p.out.text, post);
-  if (g.on) text = server::grounding_markdown(server::parse_grounding(text), g.drop);
+// `raw`: the model's text with its figure markers rewritten (or as it was, --no-figures); in
+// grounding mode the Markdown of its blocks.
+std::string page_file_text(const PageJob& p, const std::string& raw, const std::string& format,
+                           const runtime::PostprocessOptions& post) {
+  std::string text = runtime::postprocess(raw, post);
   if (format != "json") {
     if (text.empty() || text.back() != '\n') text += '\n';
     return text;
@@ -285,7 +306,9 @@ std::string page_file_text(const PageJob& p, const std::string& format, const ru
             {"finish_reason", p.out.finish_reason},
             {"prompt_tokens", p.out.prompt_tokens},
             {"completion_tokens", p.out.completion_tokens},
-            {"seconds", p.seconds}};
+            {"seconds", p.seconds},
+            {"figures", figures_json(p.figures)},
+            {"confidence", p.out.confidence.to_json()}};
   return j.dump(2) + "\n";
 }
 
@@ -301,16 +324,18 @@ std::string trim_end(std::string s) {
 
 // The options that change what a page file holds (not --concurrency, --retries, --threads,
 // --timeout, nor secrets such as --api-key or --password). Values as given on the command line.
-json run_options(const Args& a, const std::string& format, const runtime::PostprocessOptions& post,
+json run_options(const Args& a, const std::string& format, const runtime::PostprocessOptions& post, bool figures,
                  const GroundingOutput& g) {
   json o = {{"backend", a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server")},
             {"format", format},
             {"fix_dollars", post.fix_dollars},
             {"tables_to_markdown", post.tables_to_markdown},
+            {"figures", figures},
+            {"confidence_threshold", confidence_threshold(a)},
             {"mode", g.on ? "grounding" : "ocr"},
             {"drop_headers_footers", !g.drop.empty()}};
   for (const char* k : {"max-tokens", "temperature", "top-p", "top-k", "seed", "dpi", "model-name", "max-model-len",
-                        "dtype", "backend", "device", "chat-template", "image-align"}) {
+                        "dtype", "backend", "device", "chat-template", "image-align", "debug-forced-output"}) {
     std::string key = k;
     for (char& c : key) c = c == '-' ? '_' : c;
     o[key] = a.has(k) ? json(a.get(k)) : json(nullptr);
@@ -323,7 +348,8 @@ json run_options(const Args& a, const std::string& format, const runtime::Postpr
 int cmd_ocr(int argc, char** argv) {
   Args a("ocr INPUT...",
          "OCR documents (PDFs, multi-page TIFFs, images; files, globs or directories) into Markdown:\n"
-         "OUTDIR/<name>/page-0001.md per page, OUTDIR/<name>.md per document, OUTDIR/manifest.json.\n"
+         "OUTDIR/<name>/page-0001.md per page (its figures beside it as page-0001-img-N.png), OUTDIR/<name>.md\n"
+         "per document, OUTDIR/manifest.json (per page: figures, confidence).\n"
          "A rerun with the same options skips the pages done before (resume); other options redo them.\n"
          "Exit code 0 only if every page succeeded.");
   a.option("output", "output directory (default ocr-out); also -o", "OUTDIR");
@@ -349,10 +375,17 @@ int cmd_ocr(int argc, char** argv) {
            "the page file is the Markdown of the layout blocks, page-0001.blocks.json beside it holds the blocks)", "MODE");
   a.flag("drop-headers-footers", "--mode grounding: leave header, footer, page number and footnote blocks out");
   a.flag("progress", "progress bar on stderr (default: when stderr is a terminal)");
+  a.flag("figures", "crop the figures a -bbox model marks (![image](image_1.png)x1,y1,x2,y2) into "
+                    "page-0001-img-N.png files beside the page and point the text at them (default on; "
+                    "--no-figures keeps the text as the model wrote it)");
+  a.option("confidence-threshold", "page confidence: count the output tokens whose probability is under P "
+                                   "(default 0.5, as /v1/ocr)", "P");
+  add_forced_output_option(a);
   // INPUT... anywhere among the options (Args takes one value per positional), and -o OUTDIR as
   // the short form of --output.
-  static const char* const kFlags[] = {"fix-dollars",          "no-fix-dollars", "tables-to-markdown", "no-tables-to-markdown",
-                                       "drop-headers-footers", "progress",       "no-progress",        "help"};
+  static const char* const kFlags[] = {"fix-dollars", "no-fix-dollars", "tables-to-markdown", "no-tables-to-markdown",
+                                       "progress",    "no-progress",    "figures",            "no-figures",
+                                       "drop-headers-footers", "help"};
   std::vector<std::string> storage{argv[0]}, input_args;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -387,6 +420,12 @@ int cmd_ocr(int argc, char** argv) {
   post.fix_dollars = a.get_flag("fix-dollars", true);
   post.tables_to_markdown = a.get_flag("tables-to-markdown", false);
   post.plain_text = format == "txt";
+  const bool figures = a.get_flag("figures", true);
+  const double threshold = confidence_threshold(a);
+  if (!(threshold > 0 && threshold < 1))
+    fail(ErrorKind::kInvalidArgument, "--confidence-threshold must be a probability in (0, 1), got ", a.get("confidence-threshold"));
+  if (a.has("debug-forced-output") && !a.has("model"))
+    fail(ErrorKind::kInvalidArgument, "--debug-forced-output works with --model only (give it to `locr serve` for --server)");
   GroundingOutput grounding;
   const std::string mode = a.get("mode", "ocr");
   if (mode != "ocr" && mode != "grounding") fail(ErrorKind::kInvalidArgument, "--mode must be ocr or grounding, got '", mode, "'");
@@ -406,7 +445,7 @@ int cmd_ocr(int argc, char** argv) {
   fs::create_directories(outdir);
   const std::string manifest_path = (fs::path(outdir) / "manifest.json").string();
   ManifestHead head;
-  head.options = run_options(a, format, post, grounding);
+  head.options = run_options(a, format, post, figures, grounding);
   head.backend = a.has("model") ? "model:" + a.get("model") : "server:" + a.get("server");
   head.format = format;
   const PreviousRun prev = read_previous_run(manifest_path, head.options);
@@ -437,7 +476,7 @@ int cmd_ocr(int argc, char** argv) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "page-%04d.%s", pg, format.c_str());
         pj.file = (fs::path(dj.name) / buf).string();
-        if (restore_page(prev, dj.source, (fs::path(outdir) / pj.file).string(), pj)) {
+        if (restore_page(prev, dj.source, outdir, pj)) {
           ++skipped;
         } else {
           work.emplace_back(static_cast<int>(d), static_cast<int>(dj.pages.size()));
@@ -492,7 +531,12 @@ int cmd_ocr(int argc, char** argv) {
           const io::Image img = dj.doc->render_page(pj.page - 1);
           pj.out = backend->run(img);
           pj.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
-          io::write_file_atomic((fs::path(outdir) / pj.file).string(), page_file_text(pj, format, post, grounding));
+          std::string raw = pj.out.text;
+          // Grounding: the page is the Markdown of its blocks, image blocks written as figures.
+          if (grounding.on) raw = server::grounding_markdown(server::parse_grounding(raw), grounding.drop, figures);
+          if (figures) raw = write_page_figures(raw, img, outdir, pj.file, pj.figures);
+          else remove_page_figures(outdir, pj.file);
+          io::write_file_atomic((fs::path(outdir) / pj.file).string(), page_file_text(pj, raw, format, post));
           if (grounding.on) {  // the blocks, with boxes in pixels of the rendered page
             const auto blocks = server::parse_grounding(runtime::postprocess(pj.out.text, post));
             const json j = {{"page", pj.page},
@@ -511,6 +555,8 @@ int cmd_ocr(int argc, char** argv) {
             // A file there is from another run (other options, or unrecorded): not this page's.
             std::error_code ec;
             fs::remove(fs::path(outdir) / pj.file, ec);
+            remove_page_figures(outdir, pj.file);
+            pj.figures.clear();
             break;
           }
           LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed (attempt ", pj.attempts, "): ", e.what(), "; retrying");
@@ -559,7 +605,7 @@ int cmd_ocr(int argc, char** argv) {
         jpages.push_back(json::parse(text));
       } else {
         if (!joined.empty()) joined += "\n\n";
-        joined += trim_end(text);
+        joined += figure_links_from_outdir(trim_end(text), pj.figures);  // OUTDIR/<name>.md links into <name>/
       }
     }
     if (complete) {

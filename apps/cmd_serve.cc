@@ -13,6 +13,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/model_args.h"
 #include "apps/vllm_compat.h"
 #include "core/heap.h"
 #include "core/log.h"
@@ -155,6 +156,7 @@ void declare(Args& a) {
   a.option("read-timeout", "seconds to wait for a client's request bytes (default 60)", "S");
   a.option("write-timeout", "seconds a response write may block on a slow client (default 60)", "S");
   a.option("keep-alive-timeout", "seconds an idle keep-alive connection stays open (default 5)", "S");
+  add_forced_output_option(a);
   a.flag("ui", "serve the web page at / to OCR documents in a browser (default on; --no-ui turns it off)");
   a.option("root-path", "the path prefix a reverse proxy serves locr under (e.g. /ocr): the web page builds its URLs "
            "from it, and requests that still carry it are routed without it", "PATH");
@@ -390,6 +392,7 @@ int cmd_serve(int argc, char** argv) {
   lo.image_align = a.get_int("image-align", 28);
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
   auto model = model::LightOnOcr::load(dir, lo);
+  so.debug_forced_ids = forced_output_ids(a, *model);
   if (lo.chat_template_file != a.get("chat-template")) std::filesystem::remove(lo.chat_template_file);  // inline text
 
   runtime::EngineOptions eo;

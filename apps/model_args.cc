@@ -1,6 +1,9 @@
 #include "apps/model_args.h"
 
+#include "core/error.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
+#include "io/file.h"
 #include "io/image.h"
 #include "tools/hub.h"
 
@@ -69,6 +72,36 @@ runtime::SamplingParams sampling_from_args(const Args& a, const model::Generatio
   if (s.temperature < 0) fail(ErrorKind::kInvalidArgument, "--temperature must be >= 0");
   if (s.top_p <= 0 || s.top_p > 1) fail(ErrorKind::kInvalidArgument, "--top-p must be in (0, 1]");
   return s;
+}
+
+void add_forced_output_option(Args& a) {
+  a.option("debug-forced-output",
+           "TESTING ONLY: every generation emits this text (or @FILE's), tokenized with the model's tokenizer, "
+           "then EOS, instead of sampling; the model still runs each step (timings, logprobs of the forced "
+           "tokens are real)",
+           "TEXT|@FILE");
+}
+
+std::vector<int32_t> forced_output_ids(const Args& a, const model::LightOnOcr& m) {
+  if (!a.has("debug-forced-output")) return {};
+  std::string text = a.get("debug-forced-output");
+  if (!text.empty() && text[0] == '@') {
+    try {
+      text = io::read_file(text.substr(1));
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kInvalidArgument, "--debug-forced-output ", text, ": ", e.what());
+    }
+  }
+  if (text.empty()) fail(ErrorKind::kInvalidArgument, "--debug-forced-output: the text is empty");
+  std::vector<int32_t> ids = m.tokenizer().encode(text);
+  const int64_t vocab = m.config().text.vocab_size;
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      fail(ErrorKind::kInvalidArgument, "--debug-forced-output: token id ", id, " is outside the model's vocabulary (",
+           vocab, ")");
+  LOCR_WARN("debug: --debug-forced-output: every generation emits a fixed text of ", ids.size(),
+            " tokens (testing only)");
+  return ids;
 }
 
 }  // namespace locr::app

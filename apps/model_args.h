@@ -21,4 +21,11 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a);
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a);
 runtime::SamplingParams sampling_from_args(const Args& a, const model::GenerationConfig& g);
 
+// --debug-forced-output TEXT|@FILE (testing, `locr serve` and `locr ocr --model`): every generation
+// emits this text, tokenized with the model's tokenizer, instead of sampling (RequestInput::forced_ids).
+void add_forced_output_option(Args& a);
+// The forced ids, empty without the option. Throws kInvalidArgument for an empty text, a file that
+// cannot be read, or a text whose ids the model's vocabulary does not hold.
+std::vector<int32_t> forced_output_ids(const Args& a, const model::LightOnOcr& m);
+
 }  // namespace locr::app

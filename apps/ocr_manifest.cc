@@ -19,6 +19,8 @@ json page_json(const PageJob& pj) {
     p["finish_reason"] = pj.out.finish_reason;
     p["prompt_tokens"] = pj.out.prompt_tokens;
     p["completion_tokens"] = pj.out.completion_tokens;
+    p["figures"] = figures_json(pj.figures);
+    p["confidence"] = pj.out.confidence.to_json();
   }
   if (pj.status == "failed") p["error"] = pj.error;
   return p;
@@ -105,22 +107,29 @@ PreviousRun read_previous_run(const std::string& manifest_path, const json& opti
   return prev;
 }
 
-bool restore_page(const PreviousRun& prev, const std::string& source, const std::string& path, PageJob& pj) {
+bool restore_page(const PreviousRun& prev, const std::string& source, const std::string& outdir, PageJob& pj) {
+  namespace fs = std::filesystem;
   if (!prev.reusable) return false;
   auto it = prev.done.find({source, pj.page});
-  if (it == prev.done.end() || !std::filesystem::exists(path)) return false;
+  if (it == prev.done.end() || !fs::exists(fs::path(outdir) / pj.file)) return false;
   const json& p = it->second;
   if (p.value("file", "") != pj.file) return false;
+  PageJob r = pj;
   try {
-    pj.out.finish_reason = p.value("finish_reason", "");
-    pj.out.prompt_tokens = p.value("prompt_tokens", int64_t{0});
-    pj.out.completion_tokens = p.value("completion_tokens", int64_t{0});
-    pj.seconds = p.value("seconds", 0.0);
-    pj.attempts = p.value("attempts", 0);
+    r.out.finish_reason = p.value("finish_reason", "");
+    r.out.prompt_tokens = p.value("prompt_tokens", int64_t{0});
+    r.out.completion_tokens = p.value("completion_tokens", int64_t{0});
+    r.out.confidence = PageConfidence::from_json(p.value("confidence", json(nullptr)));
+    r.figures = p.contains("figures") ? figures_from_json(p["figures"]) : std::vector<PageFigure>{};
+    r.seconds = p.value("seconds", 0.0);
+    r.attempts = p.value("attempts", 0);
   } catch (const json::exception&) {
     return false;  // a record of the wrong shape: redo the page
   }
-  pj.status = "skipped";
+  for (const PageFigure& f : r.figures)
+    if (!fs::exists(fs::path(outdir) / f.file)) return false;  // a crop is gone: redo the page
+  r.status = "skipped";
+  pj = std::move(r);
   return true;
 }
 

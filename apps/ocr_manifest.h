@@ -1,8 +1,8 @@
 // The run record of `locr ocr`: OUTDIR/manifest.json, written (temp file + rename) when the run
 // starts, after every finished page and at the end, so a killed run leaves an accurate one; and
 // resuming from it. A page is reused by a later run only if the manifest records it done under the
-// same output-affecting options (run_options) and its file is still there; its tokens and
-// finish_reason come from that record. Under other options every page is redone.
+// same output-affecting options (run_options) and its file (and its figure crops) are still there;
+// its tokens, finish_reason, figures and confidence come from that record. Under other options every page is redone.
 #pragma once
 
 #include <map>
@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/ocr_page_figures.h"
 #include "io/document.h"
 
 namespace locr::app {
@@ -21,6 +22,7 @@ struct PageOut {
   std::string text;  // the model's raw output
   std::string finish_reason;
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  PageConfidence confidence;  // unknown when the backend gave no log-probabilities
 };
 
 struct PageJob {
@@ -30,6 +32,7 @@ struct PageJob {
   int attempts = 0;
   double seconds = 0;
   PageOut out;
+  std::vector<PageFigure> figures;  // crops written next to the page file
   std::string error;
 };
 
@@ -60,7 +63,8 @@ struct PreviousRun {
 };
 PreviousRun read_previous_run(const std::string& manifest_path, const nlohmann::json& options);
 
-// Restores `pj` from the earlier run's record if that page is done and its file `path` exists.
-bool restore_page(const PreviousRun& prev, const std::string& source, const std::string& path, PageJob& pj);
+// Restores `pj` from the earlier run's record if that page is done and its file (OUTDIR/pj.file)
+// and figure files exist.
+bool restore_page(const PreviousRun& prev, const std::string& source, const std::string& outdir, PageJob& pj);
 
 }  // namespace locr::app

@@ -300,16 +300,31 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
   if (s.n_generated() < in.min_tokens)
     for (int32_t t : in.eos_ids)
       if (t >= 0 && t < V) logits[t] = -INFINITY;
+  if (!in.forced_ids.empty()) {
+    // A forced decode (testing): the model's logits are computed and reported, not sampled.
+    const size_t k = static_cast<size_t>(s.n_generated());
+    const bool past_end = k >= in.forced_ids.size();
+    if (past_end && in.eos_ids.empty()) {
+      finish(s, "stop");
+      return;
+    }
+    const int32_t tok = past_end ? in.eos_ids.front() : in.forced_ids[k];
+    if (in.logprobs >= 0) e.logprob = tok >= 0 && tok < V ? raw[tok] - lse : -INFINITY;
+    emit(s, tok, std::move(e));
+    if (past_end && !s.finished) finish(s, "stop");  // ignore_eos does not extend a forced output
+    return;
+  }
   const int32_t tok = s.sampler->sample(logits, V);
   if (in.logprobs >= 0) e.logprob = raw[tok] - lse;
   emit(s, tok, std::move(e));
 }
 
 // Whether the device may sample this sequence's next token: nothing the host does to logits
-// (penalties, top-logprob lists, min_tokens holding back EOS) applies.
+// (penalties, top-logprob lists, min_tokens holding back EOS, a forced decode) applies.
 bool Engine::device_sampling(const Seq& s) const {
   const RequestInput& in = s.in;
-  return exec_->supports_device_sampling() && in.repetition_penalty == 1.0f && in.presence_penalty == 0.0f &&
+  return exec_->supports_device_sampling() && in.forced_ids.empty() && in.repetition_penalty == 1.0f &&
+         in.presence_penalty == 0.0f &&
          in.frequency_penalty == 0.0f && in.logprobs <= 0 && s.n_generated() >= in.min_tokens;
 }
 
@@ -336,7 +351,7 @@ void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
     stop_reason = std::to_string(tok);
   } else if (is_eos && !in.ignore_eos) {
     reason = "stop";
-  } else if (s.loop_guard->push(tok)) {
+  } else if (in.forced_ids.empty() && s.loop_guard->push(tok)) {  // a forced output is emitted whole
     reason = "stop";
     stop_reason = "repetition";
     metrics_.repetition_stops.fetch_add(1);

@@ -33,6 +33,12 @@ struct RequestInput {
   float frequency_penalty = 0.0f;
   int logprobs = -1;                           // -1: none; k >= 0: chosen token + top k
   LoopGuardConfig loop_guard;                  // stop on degenerate repetition loops
+  // Testing (`--debug-forced-output`): when not empty, output token k is forced_ids[k] instead of
+  // a sampled one, then eos_ids[0] (finish_reason "stop"; without an EOS id the request just
+  // stops). The model still runs every step, so timings, KV and logprobs are real: a reported
+  // logprob is the model's log-probability of the forced token. Such requests sample on the host,
+  // and the loop guard does not cut them short.
+  std::vector<int32_t> forced_ids;
 };
 
 struct TopLogprob {

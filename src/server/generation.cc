@@ -128,6 +128,7 @@ void Generation::submit(size_t i) {
     in.presence_penalty = params_.presence_penalty;
     in.frequency_penalty = params_.frequency_penalty;
     in.logprobs = params_.logprobs < 0 && params_.confidence_threshold > 0 ? 0 : params_.logprobs;
+    in.forced_ids = ctx_.opts().debug_forced_ids;
     std::atomic_store(&c.stream, ctx_.engine().submit(std::move(in)));
   }
 }

@@ -72,6 +72,7 @@ struct ServerOptions {
   TlsOptions tls;                               // --ssl-keyfile/--ssl-certfile/...: HTTPS when set
   std::string response_role = "assistant";      // --response-role: the role of chat responses
   nlohmann::json override_generation_config;    // --override-generation-config (null: none)
+  std::vector<int32_t> debug_forced_ids;        // --debug-forced-output (testing): every generation emits these
 };
 
 class Generation;

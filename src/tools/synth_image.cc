@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include <zlib.h>
-
 #include "core/error.h"
+#include "io/image_encode.h"
 
 namespace locr::tools {
 
@@ -28,17 +27,6 @@ void rect(io::Image& im, int x0, int y0, int x1, int y1, uint8_t r, uint8_t g, u
       uint8_t* p = &im.rgb[(static_cast<size_t>(y) * im.width + x) * 3];
       p[0] = r, p[1] = g, p[2] = b;
     }
-}
-
-void put_u32(std::string& s, uint32_t v) {
-  for (int i = 3; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-void chunk(std::string& out, const char* type, const std::string& data) {
-  put_u32(out, static_cast<uint32_t>(data.size()));
-  std::string td = std::string(type, 4) + data;
-  out += td;
-  put_u32(out, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(td.data()), static_cast<uInt>(td.size()))));
 }
 
 }  // namespace
@@ -87,30 +75,7 @@ io::Image synth_page(int width, int height, uint64_t seed) {
   return im;
 }
 
-std::string encode_png(const io::Image& im) {
-  const size_t row = static_cast<size_t>(im.width) * 3;
-  std::string raw;
-  raw.reserve((row + 1) * im.height);
-  for (int y = 0; y < im.height; ++y) {
-    raw.push_back('\0');
-    raw.append(reinterpret_cast<const char*>(&im.rgb[y * row]), row);
-  }
-  uLongf cap = compressBound(static_cast<uLong>(raw.size()));
-  std::string z(cap, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(z.data()), &cap, reinterpret_cast<const Bytef*>(raw.data()),
-                static_cast<uLong>(raw.size()), 6) != Z_OK)
-    fail(ErrorKind::kInternal, "zlib compress failed");
-  z.resize(cap);
-  std::string out("\x89PNG\r\n\x1a\n", 8);
-  std::string ihdr;
-  put_u32(ihdr, static_cast<uint32_t>(im.width));
-  put_u32(ihdr, static_cast<uint32_t>(im.height));
-  ihdr += std::string("\x08\x02\x00\x00\x00", 5);  // 8-bit, RGB, deflate, filter 0, no interlace
-  chunk(out, "IHDR", ihdr);
-  chunk(out, "IDAT", z);
-  chunk(out, "IEND", "");
-  return out;
-}
+std::string encode_png(const io::Image& im) { return io::encode_png(im); }
 
 std::string base64_encode(const std::string& in) {
   static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -1,6 +1,6 @@
 // Synthetic document pages for `locr eval` and `locr bench` (no image files needed): a white page
 // with a heading bar, lines of "words" (dark rectangles of varying width), a ruled table and a
-// coloured figure block, deterministic from the seed. And a minimal PNG encoder (8-bit RGB, zlib).
+// coloured figure block, deterministic from the seed. And PNG bytes (io::encode_png), data: URLs.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@ namespace locr::tools {
 
 io::Image synth_page(int width, int height, uint64_t seed);
 
-// PNG bytes of an RGB image (filter 0 on every row, zlib level 6).
+// PNG bytes of an RGB image: io::encode_png.
 std::string encode_png(const io::Image& image);
 
 // "data:image/png;base64,..." for `bytes`.

@@ -410,6 +410,66 @@ TEST(CudaModel, EngineServesSeveralSequencesWithReferenceTokens) {
   EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
 }
 
+// A forced decode (--debug-forced-output) on a request the device would otherwise sample (greedy,
+// logprobs 0): the engine takes the host path, emits the forced ids in order then EOS, and reports
+// the model's logprob of each forced token (checked against the CPU FP32 model).
+TEST(CudaModel, ForcedDecodeTakesTheHostPathWithTheModelsLogprobs) {
+  SKIP_WITHOUT_GPU();
+  const auto& cpu = load("cpu-f32");
+  const auto& gpu = load("cuda");
+  runtime::EngineOptions eo;
+  eo.max_num_seqs = 4;
+  eo.max_model_len = 512;
+  eo.kv_cache_bytes = 16LL << 20;
+  runtime::Engine engine(gpu, eo);
+  runtime::RequestInput in;
+  in.prompt_ids = text_ids(gpu, "Force this");
+  in.max_tokens = 20;
+  in.sampling.temperature = 0;
+  in.logprobs = 0;
+  in.eos_ids = {42};  // any id: what ends the forced output
+  in.forced_ids = {17, 300, 5, 641, 17};
+  auto s = engine.submit(in);
+  std::vector<int32_t> toks;
+  std::vector<float> lps;
+  std::string reason;
+  for (;;) {
+    auto e = s->next(60s);
+    ASSERT_TRUE(e.has_value()) << "timed out";
+    if (e->token >= 0) {
+      toks.push_back(e->token);
+      lps.push_back(e->logprob);
+    }
+    if (e->finished) {
+      reason = e->finish_reason;
+      break;
+    }
+  }
+  std::vector<int32_t> want = in.forced_ids;
+  want.push_back(in.eos_ids.front());
+  EXPECT_EQ(toks, want);
+  EXPECT_EQ(reason, "stop");
+  ASSERT_EQ(lps.size(), want.size());
+  model::Prompt full;
+  full.ids = in.prompt_ids;
+  runtime::GenerateOptions go;
+  go.max_tokens = 1;
+  go.sampling.temperature = 0;
+  for (size_t t = 0; t < want.size(); ++t) {
+    double ref = 0;
+    runtime::GenerateHooks hooks;
+    hooks.on_prompt_logits = [&](const float* l, int64_t v) {
+      const double mx = *std::max_element(l, l + v);
+      double sum = 0;
+      for (int64_t i = 0; i < v; ++i) sum += std::exp(l[i] - mx);
+      ref = l[want[t]] - mx - std::log(sum);
+    };
+    runtime::generate(cpu, full, go, hooks);
+    EXPECT_NEAR(lps[t], ref, 0.05) << "token " << t;  // BF16 on the GPU vs FP32 on the CPU
+    full.ids.push_back(want[t]);
+  }
+}
+
 TEST(CudaModel, KvPoolFromGpuMemoryUtilization) {
   SKIP_WITHOUT_GPU();
   const auto& gpu = load("cuda");

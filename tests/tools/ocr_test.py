@@ -88,6 +88,13 @@ def main() -> int:
         check(all(pg["status"] == "ok" and pg["completion_tokens"] > 0 for d in m["documents"] for pg in d["pages"]),
               "manifest pages ok with token counts")
         check(m["backend"].startswith("model:"), "manifest names the backend")
+        # The random model writes no figure boxes; every page has its confidence over its tokens.
+        check(all(pg["figures"] == [] for d in m["documents"] for pg in d["pages"]), "no figures recorded")
+        check(all(pg["confidence"]["tokens"] == pg["completion_tokens"] and pg["confidence"]["threshold"] == 0.5
+                  and pg["confidence"]["min_logprob"] <= pg["confidence"]["mean_logprob"] < 0
+                  and 0 <= pg["confidence"]["tokens_below_threshold"] <= pg["confidence"]["tokens"]
+                  for d in m["documents"] for pg in d["pages"]), "every page has its confidence")
+        confidence1 = {(d["source"], pg["page"]): pg["confidence"] for d in m["documents"] for pg in d["pages"]}
         ref = texts(out1)
 
         # Rerun: nothing left to do, everything skipped, same files.
@@ -100,6 +107,8 @@ def main() -> int:
                                             and pg["finish_reason"] in ("stop", "length")
                                             for d in m["documents"] for pg in d["pages"]),
               "skipped pages keep their tokens and finish_reason in the manifest")
+        check({(d["source"], pg["page"]): pg["confidence"] for d in m["documents"] for pg in d["pages"]} == confidence1,
+              "and their confidence")
 
         # Rerun with other options: every page is redone under them, none kept from the first run.
         p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out1), "--model", model,
@@ -192,6 +201,12 @@ def main() -> int:
             check(texts(out3) == ref, "--server output equals the in-process output (greedy)")
             m = json.loads((out3 / "manifest.json").read_text())
             check(m["pages_done"] == n_pages and m["backend"] == "server:" + base, "--server manifest")
+            conf3 = {(d["source"].replace(str(inputs), ""), pg["page"]): pg["confidence"]
+                     for d in m["documents"] for pg in d["pages"]}
+            conf1 = {(k[0].replace(str(inputs), ""), k[1]): v for k, v in confidence1.items()}
+            check(all(conf3[k]["tokens"] == conf1[k]["tokens"]
+                      and abs(conf3[k]["mean_logprob"] - conf1[k]["mean_logprob"]) < 0.05 for k in conf1),
+                  "--server confidence (from the chat logprobs) agrees with the in-process one")
             # A failing server: every page fails after its retries, exit code 1, failures listed.
             out4 = work / "out4"
             p = subprocess.run([locr, "ocr", str(inputs / "alpha.png"), "-o", str(out4), "--server", base,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "io/image.h"
 #include "model/lighton_ocr.h"
@@ -309,6 +310,91 @@ TEST(Engine, StopsAtMaxTokensAndStopTokenIds) {
   EXPECT_EQ(reason, "stop");
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got.back(), ref[2]);
+}
+
+// The model's log-probability of `tok` after `ids` (a fresh single-sequence prefill).
+double model_logprob(const std::vector<int32_t>& ids, int32_t tok) {
+  model::Prompt p;
+  p.ids = ids;
+  GenerateOptions go;
+  go.max_tokens = 1;
+  go.sampling.temperature = 0;
+  double lp = 0;
+  GenerateHooks hooks;
+  hooks.on_prompt_logits = [&](const float* logits, int64_t V) {
+    double mx = -1e30, sum = 0;
+    for (int64_t i = 0; i < V; ++i) mx = std::max<double>(mx, logits[i]);
+    for (int64_t i = 0; i < V; ++i) sum += std::exp(logits[i] - mx);
+    lp = logits[tok] - mx - std::log(sum);
+  };
+  generate(tiny_model(), p, go, hooks);
+  return lp;
+}
+
+TEST(Engine, ForcedDecodeEmitsTheGivenIdsThenEosWithTheModelsLogprobs) {
+  EngineOptions o;
+  o.max_num_batched_tokens = 8;  // chunked prefill: the forced path must not care
+  Engine engine(tiny_model(), o);
+  auto in = make_request("force me", 50);
+  const auto greedy = reference(in);
+  // Tokens greedy decoding would not choose (so a sampled token cannot pass for a forced one).
+  std::vector<int32_t> forced;
+  for (int32_t t : {17, 300, 5, 641, 17, 99}) {
+    ASSERT_NE(t, in.eos_ids.front());
+    forced.push_back(t);
+  }
+  ASSERT_NE(greedy.front(), forced.front());
+  in.forced_ids = forced;
+  in.logprobs = 0;
+  in.ignore_eos = true;  // a forced output still ends at its EOS
+  auto s = engine.submit(in);
+  std::vector<int32_t> got;
+  std::vector<float> lps;
+  std::string reason;
+  for (;;) {
+    auto e = s->next(30s);
+    ASSERT_TRUE(e.has_value()) << "timed out";
+    if (e->token >= 0) {
+      got.push_back(e->token);
+      lps.push_back(e->logprob);
+    }
+    if (e->finished) {
+      reason = e->finish_reason;
+      break;
+    }
+  }
+  std::vector<int32_t> want = forced;
+  want.push_back(in.eos_ids.front());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(reason, "stop");
+  ASSERT_EQ(lps.size(), want.size());
+  std::vector<int32_t> ctx = in.prompt_ids;
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_NEAR(lps[k], model_logprob(ctx, want[k]), 1e-3) << "token " << k;
+    EXPECT_LT(lps[k], 0.0f);
+    ctx.push_back(want[k]);
+  }
+  // max_tokens still bounds it ("length"); without an EOS id it stops after the forced ids.
+  in.max_tokens = 3;
+  EXPECT_EQ(collect(*engine.submit(in), &reason), std::vector<int32_t>(forced.begin(), forced.begin() + 3));
+  EXPECT_EQ(reason, "length");
+  in.max_tokens = 50;
+  in.eos_ids.clear();
+  EXPECT_EQ(collect(*engine.submit(in), &reason), forced);
+  EXPECT_EQ(reason, "stop");
+  // A repetitive forced text (the loop guard would stop it) comes out whole.
+  std::vector<int32_t> cycle;
+  for (int i = 0; i < 700; ++i) cycle.push_back(i % 2 ? 17 : 300);
+  in.forced_ids = cycle;
+  in.max_tokens = 1000;
+  in.logprobs = -1;
+  ASSERT_TRUE(in.loop_guard.enabled);
+  EXPECT_EQ(collect(*engine.submit(in), &reason), cycle);
+  EXPECT_EQ(reason, "stop");
+  EXPECT_EQ(engine.metrics().repetition_stops.load(), 0u);
+  // The engine thread publishes the free count at the end of the step that finished the request.
+  for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
 }
 
 // The value of the sample line that starts with `key` + " " in Prometheus text, or -1.

@@ -1,4 +1,4 @@
-// encode_jpeg: what it writes decodes (with our Pillow-exact decoder) to the same size and close to
+// encode_png: lossless, byte for byte back through the decoder. encode_jpeg: what it writes decodes (with our Pillow-exact decoder) to the same size and close to
 // the same pixels, and bad input is refused with a message.
 #include <gtest/gtest.h>
 
@@ -60,6 +60,19 @@ TEST(ImageEncode, RefusesEmptyOrMismatchedImagesAndBadQuality) {
   EXPECT_THROW(encode_jpeg(short_pixels), Error);
   EXPECT_THROW(encode_jpeg(gradient(10, 10), 0), Error);
   EXPECT_THROW(encode_jpeg(gradient(10, 10), 101), Error);
+}
+
+TEST(ImageEncode, PngRoundTripsExactly) {
+  Image src = gradient(37, 19);
+  src.alpha.assign(static_cast<size_t>(37) * 19, 7);  // ignored: the PNG is RGB
+  const std::string png = encode_png(src);
+  EXPECT_EQ(detect_image_format(png), ImageFormat::kPng);
+  const Image back = decode_image(png);
+  EXPECT_EQ(back.width, 37);
+  EXPECT_EQ(back.height, 19);
+  EXPECT_EQ(back.rgb, src.rgb);
+  EXPECT_FALSE(back.has_alpha());
+  EXPECT_THROW(encode_png(Image{}), locr::Error);
 }
 
 }  // namespace
