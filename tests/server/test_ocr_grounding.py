@@ -3,6 +3,7 @@ LightOnOCR-3-1B directory (the tiny fixture under that name) runs `mode: groundi
 blocks and the Markdown made from them, Mistral requests on it run in grounding mode; a LightOnOCR-2
 model refuses grounding and, without -bbox, `include_image_base64` (in the caller's API shape)."""
 import base64
+import json
 
 import pytest
 import requests
@@ -98,3 +99,32 @@ def test_include_image_base64_on_a_model_without_boxes_is_a_400_the_sdk_raises(t
     with pytest.raises(Exception) as e:
         client.ocr.process(model=NAME, document=body["document"], include_image_base64=True)
     assert "400" in str(e.value) or "figure boxes" in str(e.value)
+
+
+def checkpoint_with_generation_config(tmp_path_factory, name, **gen):
+    d = named_model(tmp_path_factory, name)
+    (d / "generation_config.json").unlink()
+    base = json.loads((MODEL / "generation_config.json").read_text())
+    (d / "generation_config.json").write_text(json.dumps({**base, **gen}))
+    return d
+
+
+def test_sampling_defaults_come_from_the_checkpoints_generation_config(tmp_path_factory):
+    """A LightOnOCR-3 checkpoint's own generation_config.json sets /v1/ocr's sampling defaults: greedy
+    when it says do_sample false, hot sampling when it says temperature 5."""
+    greedy_dir = checkpoint_with_generation_config(tmp_path_factory, "LightOnOCR-3-1B", do_sample=False)
+    hot_dir = checkpoint_with_generation_config(tmp_path_factory, "LightOnOCR-3-1B", temperature=5.0, top_p=1.0)
+    outputs = {}
+    for key, d in (("greedy", greedy_dir), ("hot", hot_dir)):
+        s = Server("--served-model-name", NAME, "--max-model-len", "4096", model=d)
+        try:
+            base = {"document": DOC, "mode": "grounding", "max_tokens": 24, "ignore_eos": True}
+            outputs[key] = [requests.post(s.url + "/v1/ocr", json={**base, "seed": seed}, timeout=120).json()["pages"][0]["raw"]
+                            for seed in (1, 2)]
+            outputs[key + "0"] = requests.post(s.url + "/v1/ocr", json={**base, "temperature": 0}, timeout=120).json()[
+                "pages"][0]["raw"]
+        finally:
+            assert s.stop() == 0
+    assert outputs["greedy"] == [outputs["greedy0"]] * 2, "do_sample false: the default is greedy"
+    assert outputs["hot0"] == outputs["greedy0"]
+    assert outputs["hot"][0] != outputs["hot0"] and outputs["hot"][0] != outputs["hot"][1], "temperature 5 samples"
