@@ -128,6 +128,9 @@ def test_mistral_shape_result_is_the_synchronous_answer(srv, pdf):
     want = srv.post("/v1/ocr", body).json()
     assert set(got) == {"pages", "model", "usage_info", "document_annotation"}
     assert got == want  # Mistral's shape carries no id, time or timing: all of it is equal
+    models = pytest.importorskip("mistralai.client.models")
+    parsed = models.OCRResponse.model_validate(got)  # what the mistralai SDK makes of it
+    assert [p.index for p in parsed.pages] == list(range(n)) and parsed.model == NAME
 
 
 def test_multipart_submission(srv):
