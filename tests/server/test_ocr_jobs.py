@@ -229,8 +229,8 @@ def test_delete_a_running_job_stops_it(srv):
 
 def test_list_newest_first_with_limit_and_after(srv):
     ids = [submit(srv, {"document": b64(PNG), "max_tokens": 1})["id"] for _ in range(3)]
-    for jid in ids:
-        wait_status(srv, jid)
+    started = [wait_status(srv, jid)["started_at"] for jid in ids]
+    assert started == sorted(started)  # run in submission order
     page = srv.get("/v1/ocr/jobs", params={"limit": 2}).json()
     assert page["object"] == "list" and [j["id"] for j in page["data"]] == ids[::-1][:2]
     assert page["has_more"] and page["first_id"] == ids[2] and page["last_id"] == ids[1]
