@@ -86,7 +86,7 @@ bool valid_job_id(const std::string& id) {
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   const std::string tmp = path + ".tmp-" + std::to_string(rng() % 1000000000);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) fail(ErrorKind::kIo, "cannot write ", tmp, ": ", std::strerror(errno));
   size_t off = 0;
   while (off < bytes.size()) {
@@ -167,6 +167,9 @@ int64_t OcrJobStore::create(const JobRecord& rec, const std::string& document) c
   std::error_code ec;
   fs::create_directories(fs::path(d) / "pages", ec);
   if (ec) fail(ErrorKind::kIo, "cannot create ", d, ": ", ec.message());
+  // Documents and results are the callers' data: readable by the server's user only.
+  fs::permissions(d, fs::perms::owner_all, ec);
+  fs::permissions(fs::path(d) / "pages", fs::perms::owner_all, ec);
   // The document and the status first: a directory with request.json is a whole job.
   write_file_atomic(path(rec.id, kDocument), document);
   const std::string status = status_json(rec).dump();

@@ -94,6 +94,9 @@ TEST(OcrJobStore, WritesAndLoadsAJobWithItsPages) {
   EXPECT_EQ(p.finished_at, 1700000001.5);
   EXPECT_EQ(store.read_document(kGood), "%PDF");
   EXPECT_GT(j.disk_bytes, 4);
+  EXPECT_EQ(fs::status(d.path / kGood).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(d.path / kGood / "document").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   // No temporary file is left behind by the atomic writes.
   for (const auto& e : fs::recursive_directory_iterator(d.path))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
