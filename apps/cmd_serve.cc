@@ -151,6 +151,12 @@ void declare(Args& a) {
   a.option("max-choices-per-request", "most prompts x n in one request (default 1024)", "N");
   a.option("ocr-pages-in-flight", "pages of one /v1/ocr request rendered and in the engine at once (default 8)", "N");
   a.option("max-ocr-request-bytes", "estimated memory one /v1/ocr request may hold (default 256MiB)", "BYTES");
+  a.option("jobs-dir", "directory keeping the async OCR jobs (/v1/ocr/jobs) across restarts (default: a temporary "
+           "one removed at exit)", "DIR");
+  a.option("max-jobs", "most OCR jobs stored at once, any status (default 1000; more: 429)", "N");
+  a.option("max-jobs-bytes", "most bytes the OCR jobs' documents and results take on disk (default 10GiB)", "BYTES");
+  a.option("job-ttl", "seconds a finished OCR job is kept before it is deleted (default 86400)", "S");
+  a.option("max-running-jobs", "OCR jobs generating at once, the others queued in submission order (default 1)", "N");
   a.option("max-header-bytes", "largest request line + headers; 431 past it (default 64KiB)", "BYTES");
   a.option("max-headers", "most header fields in a request; 431 past it (default 100)", "N");
   a.option("read-timeout", "seconds to wait for a client's request bytes (default 60)", "S");
@@ -336,6 +342,13 @@ int cmd_serve(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "--max-request-image-pixels, --max-decode-bytes, --max-ocr-request-bytes, "
          "--max-choices-per-request and --ocr-pages-in-flight must be >= 1, --max-header-bytes >= 1024 and "
          "--max-headers >= 8");
+  so.jobs_dir = a.get("jobs-dir");
+  so.max_jobs = a.get_int("max-jobs", so.max_jobs);
+  if (a.has("max-jobs-bytes")) so.max_jobs_bytes = server::parse_size(a.get("max-jobs-bytes"), "--max-jobs-bytes");
+  so.job_ttl_s = a.get_double("job-ttl", so.job_ttl_s);
+  so.max_running_jobs = a.get_int("max-running-jobs", so.max_running_jobs);
+  if (so.max_jobs < 1 || so.max_jobs_bytes < 1 || !(so.job_ttl_s > 0) || so.max_running_jobs < 1)
+    fail(ErrorKind::kInvalidArgument, "--max-jobs, --max-jobs-bytes and --max-running-jobs must be >= 1 and --job-ttl > 0");
   so.max_document_pages = a.get_int("max-document-pages", so.max_document_pages);
   if (so.max_document_pages < 1) fail(ErrorKind::kInvalidArgument, "--max-document-pages must be >= 1");
   so.read_timeout_s = a.get_int("read-timeout", so.read_timeout_s);

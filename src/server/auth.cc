@@ -14,6 +14,21 @@ std::string resolve_api_key(const std::optional<std::string>& flag) {
   return env ? std::string(env) : std::string();
 }
 
+std::string api_key_digest(const std::string& authorization) {
+  const size_t space = authorization.find(' ');
+  if (space == std::string::npos) return "";
+  const std::string given = authorization.substr(space + 1);
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), d);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
 bool api_key_matches(const std::string& authorization, const std::string& key) {
   const size_t space = authorization.find(' ');
   if (space == std::string::npos) return false;

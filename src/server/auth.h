@@ -17,4 +17,8 @@ std::string resolve_api_key(const std::optional<std::string>& flag);
 // vLLM's middleware parses it).
 bool api_key_matches(const std::string& authorization, const std::string& key);
 
+// The hex SHA-256 of the key in `authorization` ("Bearer <key>"), "" when there is none: what an
+// async OCR job remembers of the key that submitted it (never the key itself).
+std::string api_key_digest(const std::string& authorization);
+
 }  // namespace locr::server

@@ -52,17 +52,15 @@ void check_choice_count(int max_choices, size_t n_prompts, int n) {
                 n_prompts > 1 ? "prompt" : "n");
 }
 
-Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<PreparedPrompt> prompts,
-                       const std::string& request_id, int max_prompts_in_flight)
-    : ctx_(ctx), params_(params), prompts_(std::move(prompts)), n_(params.n) {
+std::vector<int> Generation::check(ServerContext& ctx, const GenParams& params, const std::vector<PreparedPrompt>& prompts,
+                                   int64_t* prompt_tokens) {
   const int64_t max_len = ctx.engine().options().max_model_len;
   const auto& gc = ctx.generation_defaults();
-  for (int id : ctx.model().generation_config().eos_token_ids) eos_ids_.push_back(id);
-  vocab_ = ctx.model().tokenizer().vocab_size();
-  check_choice_count(ctx.opts().max_choices, prompts_.size(), n_);
-  std::vector<int> max_tokens(prompts_.size());
-  for (size_t i = 0; i < prompts_.size(); ++i) {
-    const int64_t len = static_cast<int64_t>(prompts_[i].ids.size());
+  check_choice_count(ctx.opts().max_choices, prompts.size(), params.n);
+  std::vector<int> max_tokens(prompts.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t len = static_cast<int64_t>(prompts[i].ids.size());
     if (len == 0) bad_request("the prompt is empty", "prompt");
     check_prompt_length(max_len, len, params.max_tokens);
     if (params.max_tokens > 0) {
@@ -75,8 +73,18 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
     if (params.min_tokens > max_tokens[i])
       bad_request(str("'min_tokens' (", params.min_tokens, ") is more than the tokens left (", max_tokens[i], ")"),
                   "min_tokens");
-    prompt_tokens_ += len;
+    total += len;
   }
+  if (prompt_tokens) *prompt_tokens = total;
+  return max_tokens;
+}
+
+Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<PreparedPrompt> prompts,
+                       const std::string& request_id, int max_prompts_in_flight)
+    : ctx_(ctx), params_(params), prompts_(std::move(prompts)), n_(params.n) {
+  for (int id : ctx.model().generation_config().eos_token_ids) eos_ids_.push_back(id);
+  vocab_ = ctx.model().tokenizer().vocab_size();
+  std::vector<int> max_tokens = check(ctx, params_, prompts_, &prompt_tokens_);
 
   max_tokens_ = std::move(max_tokens);
   request_id_ = request_id;

@@ -80,6 +80,12 @@ void check_choice_count(int max_choices, size_t n_prompts, int n);
 
 class Generation {
  public:
+  // The checks the constructor makes before submitting anything (lengths, --max-choices-per-request,
+  // min_tokens against the tokens left), without submitting: each prompt's max_tokens, and
+  // `*prompt_tokens` the prompts' total length. ApiError 400 on the first failure. /v1/ocr/jobs
+  // calls it at submission so a request the run would refuse is refused at once.
+  static std::vector<int> check(ServerContext& ctx, const GenParams& params, const std::vector<PreparedPrompt>& prompts,
+                                int64_t* prompt_tokens = nullptr);
   // Validates lengths (ApiError 400) and submits the choices to the engine: all of them, or with
   // max_prompts_in_flight > 0 the choices of at most that many prompts at a time, the next
   // prompt being submitted from poll() as one finishes (so a 200-page document holds a few

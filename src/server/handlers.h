@@ -16,6 +16,13 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
 void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // POST /v1/ocr (ocr_handler.cc): a document in, per-page OCR results out.
 void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// /v1/ocr/jobs (ocr_jobs_handler.cc): async OCR jobs; the job id is the route's first match.
+void handle_ocr_job_submit(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ocr_jobs_list(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ocr_job_get(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ocr_job_result(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ocr_job_cancel(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ocr_job_delete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 // Checks the image count against --limit-mm-per-prompt, fetches the images and reads their sizes,
 // renders + tokenises the chat, checks the prompt length (with `max_tokens`, -1 for none) from

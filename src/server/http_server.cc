@@ -20,6 +20,7 @@
 #include "server/errors.h"
 #include "server/handlers.h"
 #include "server/http_connection.h"
+#include "server/ocr_jobs.h"
 #include "server/request_log.h"
 #include "server/sse.h"
 #include "server/tls.h"
@@ -89,7 +90,7 @@ bool valid_request_id(const std::string& id) {
   return true;
 }
 
-const char* const kKnownPaths[] = {"/",         "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/models",
+const char* const kKnownPaths[] = {"/",         "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/ocr/jobs", "/v1/models",
                                    "/tokenize", "/detokenize",          "/health",         "/ping",   "/ready",
                                    "/version",  "/metrics",             "/v2/health/live", "/v2/health/ready"};
 
@@ -129,6 +130,7 @@ void close_if_body_unread(const httplib::Request& req, httplib::Response& res) {
 std::string handler_label(const std::string& path) {
   for (const char* p : kKnownPaths)
     if (path == p) return p;
+  if (path.rfind("/v1/ocr/jobs/", 0) == 0) return "/v1/ocr/jobs/{id}";
   return "other";
 }
 
@@ -198,7 +200,9 @@ class HttpServer::Impl : public httplib::Server {
   void end() { svr_sock_.exchange(INVALID_SOCKET); }
 };
 
-HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(ServerContext& ctx)
+    : ctx_(ctx), jobs_(std::make_unique<OcrJobs>(ctx)), impl_(std::make_unique<Impl>()) {
+  ctx.ocr_jobs = jobs_.get();
   const ServerOptions& o = ctx.opts();
   const size_t max_threads = static_cast<size_t>(std::max(2, o.http_threads));
   impl_->new_task_queue = [max_threads] { return new ElasticPool(max_threads); };
@@ -212,7 +216,10 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), impl_(std::make_unique<I
   install_routes();
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  jobs_->stop();
+  ctx_.ocr_jobs = nullptr;
+}
 
 void HttpServer::install_routes() {
   Impl& s = *impl_;
@@ -378,11 +385,20 @@ void HttpServer::install_routes() {
   auto route = [&s](const char* method, const std::string& path, httplib::Server::Handler h) {
     s.route_methods[path].push_back(method);
     if (std::string(method) == "GET") s.Get(path, std::move(h));
+    else if (std::string(method) == "DELETE") s.Delete(path, std::move(h));
     else s.Post(path, std::move(h));
   };
   route("POST", "/v1/chat/completions", api(handle_chat, true));
   route("POST", "/v1/completions", api(handle_completions, true));
   route("POST", "/v1/ocr", api(handle_ocr, true));
+  // Async OCR jobs (server/ocr_jobs.h). Ids are matched as one path segment; anything that is not
+  // a job id is 404 before any lookup.
+  route("POST", "/v1/ocr/jobs", api(handle_ocr_job_submit, true));
+  route("GET", "/v1/ocr/jobs", api(handle_ocr_jobs_list, false));
+  s.Get(R"(/v1/ocr/jobs/([^/]+))", api(handle_ocr_job_get, false));
+  s.Delete(R"(/v1/ocr/jobs/([^/]+))", api(handle_ocr_job_delete, false));
+  s.Get(R"(/v1/ocr/jobs/([^/]+)/result)", api(handle_ocr_job_result, false));
+  s.Post(R"(/v1/ocr/jobs/([^/]+)/cancel)", api(handle_ocr_job_cancel, false));
   route("POST", "/tokenize", api(handle_tokenize, true));
   route("POST", "/detokenize", api(handle_detokenize, false));
   route("GET", "/v1/models", api(handle_models, false));
@@ -414,6 +430,7 @@ void HttpServer::install_routes() {
   route("GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string text = ctx.engine().metrics().render(ctx.model_name());
     text += ctx.metrics().render(ctx.model_name());
+    if (ctx.ocr_jobs) text += ctx.ocr_jobs->render_metrics(ctx.model_name());
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   if (ctx.opts().ui && find_ui_file("index.html")) {
@@ -441,6 +458,8 @@ void HttpServer::shutdown(double timeout_s) {
   // Draining: still accepting, so /health answers 200, /ready 503 and new generation requests 503
   // (every response closes its connection), until the requests in flight are done or cancelled.
   ctx_.draining = true;
+  // Running OCR jobs stop now (their finished pages are kept; the rest run at the next start).
+  jobs_->stop();
   using Clock = std::chrono::steady_clock;
   auto wait_idle = [&](double secs) {
     const auto until = Clock::now() + std::chrono::duration<double>(secs);

@@ -11,6 +11,8 @@
 
 namespace locr::server {
 
+class OcrJobs;
+
 // --root-path as given ("", "/", "/ocr", "/ocr/") to "" or "/ocr"; throws locr::Error
 // kInvalidArgument unless it is an absolute path of URL-safe characters.
 std::string normalize_root_path(const std::string& path);
@@ -34,6 +36,7 @@ class HttpServer {
   class Impl;
   void install_routes();
   ServerContext& ctx_;
+  std::unique_ptr<OcrJobs> jobs_;  // /v1/ocr/jobs: stopped first on shutdown
   std::unique_ptr<Impl> impl_;
   int port_ = -1;
 };

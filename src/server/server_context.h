@@ -49,6 +49,12 @@ struct ServerOptions {
   int max_document_pages = 200;                 // selected pages per /v1/ocr request (--max-document-pages)
   int ocr_pages_in_flight = 8;                  // pages of one /v1/ocr request rendered and in the engine at once
   int64_t max_ocr_request_bytes = 256LL << 20;  // estimated memory one /v1/ocr request may hold (--max-ocr-request-bytes)
+  // Async OCR jobs (/v1/ocr/jobs, server/ocr_jobs.h).
+  std::string jobs_dir;                         // --jobs-dir; empty: a private temporary directory removed at exit
+  int max_jobs = 1000;                          // jobs stored at once, any status (--max-jobs)
+  int64_t max_jobs_bytes = 10LL << 30;          // their documents and results on disk (--max-jobs-bytes)
+  double job_ttl_s = 86400;                     // finished jobs are deleted this long after they end (--job-ttl)
+  int max_running_jobs = 1;                     // jobs generating at once (--max-running-jobs)
   // Generation defaults.
   bool use_generation_config = true;            // --generation-config auto|vllm
   uint64_t seed = 0;                            // seeds the generator of per-request seeds
@@ -76,6 +82,7 @@ struct ServerOptions {
 };
 
 class Generation;
+class OcrJobs;
 
 class ServerContext {
  public:
@@ -107,6 +114,9 @@ class ServerContext {
   void cancel_all();
 
   std::atomic<bool> draining{false};
+
+  // The async OCR jobs (set by HttpServer, which owns them); null until then.
+  OcrJobs* ocr_jobs = nullptr;
 
  private:
   const model::LightOnOcr& model_;
