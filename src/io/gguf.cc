@@ -258,6 +258,7 @@ void dequantize_row(uint32_t type, const void* src, float* y, int64_t n) {
   if (!ti || !ti->dequantize)
     fail(ErrorKind::kUnsupported, "dequantize: ggml type ", ti ? ti->name : std::to_string(type).c_str(), " is not supported");
   if (n % ti->block != 0) fail(ErrorKind::kInvalidArgument, "dequantize: ", n, " elements is not a whole number of ", ti->name, " blocks");
+  if (n == 0) return;  // an empty tensor (its buffers may be null)
   const int64_t nb = n / ti->block;
   switch (static_cast<GgmlType>(type)) {
     case GgmlType::kF32:
