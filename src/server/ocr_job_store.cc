@@ -234,6 +234,23 @@ std::map<int, StoredPage> OcrJobStore::load_pages(const std::string& id, int n_p
   return pages;
 }
 
+namespace {
+
+// Temporary files of writes a killed server never renamed (`<file>.tmp-<n>`): nothing reads them,
+// and nothing else writes while the store loads at start.
+void remove_stale_temps(const fs::path& dir) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory(ec)) continue;
+    if (e.path().filename().string().find(".tmp-") == std::string::npos) continue;
+    std::error_code rm;
+    fs::remove(e.path(), rm);
+    if (rm) LOCR_WARN("jobs: cannot remove the stale temporary file ", e.path().string(), ": ", rm.message());
+  }
+}
+
+}  // namespace
+
 std::vector<LoadedJob> OcrJobStore::load() const {
   std::vector<LoadedJob> out;
   std::error_code ec;
@@ -245,6 +262,8 @@ std::vector<LoadedJob> OcrJobStore::load() const {
       LOCR_WARN("jobs: skipping '", e.path().string(), "': not a job directory");
       continue;
     }
+    remove_stale_temps(e.path());
+    remove_stale_temps(e.path() / "pages");
     LoadedJob job;
     try {
       const json r = json::parse(read_whole_file(path(name, kRequest)));

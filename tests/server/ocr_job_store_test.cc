@@ -148,5 +148,24 @@ TEST(OcrJobStore, DamagedDirectoriesAreSkippedAndTheOthersKept) {
   EXPECT_TRUE(fs::exists(d.path / ("ocrjob-" + std::string(32, 'b'))));  // left as found
 }
 
+// A server killed between a write and its rename leaves `<file>.tmp-<n>`: the next start removes
+// them (they would otherwise count against nothing and stay forever) and keeps the job.
+TEST(OcrJobStore, StaleTemporaryFilesAreRemovedAtLoad) {
+  TempDir d;
+  OcrJobStore store(d.path.string());
+  JobRecord r = record(kGood);
+  r.document_bytes = 3;
+  store.create(r, "abc");
+  store.save_page(kGood, 0, page("first"));
+  write(d.path / kGood / "status.json.tmp-77", "half a status");
+  write(d.path / kGood / "pages" / "1.json.tmp-123", "half a page");
+  const auto jobs = store.load();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].pages.size(), 1u);
+  EXPECT_FALSE(fs::exists(d.path / kGood / "status.json.tmp-77"));
+  EXPECT_FALSE(fs::exists(d.path / kGood / "pages" / "1.json.tmp-123"));
+  EXPECT_TRUE(fs::exists(d.path / kGood / "pages" / "0.json"));
+}
+
 }  // namespace
 }  // namespace locr::server
