@@ -116,3 +116,24 @@ def test_locr_ocr_grounding_writes_markdown_blocks_and_the_figure(tmp_path, mode
     assert crop.convert("RGB").tobytes() == decode(PNG).convert("RGB").crop((left, top, right, bottom)).tobytes()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["options"]["mode"] == "grounding" and manifest["options"]["drop_headers_footers"] is True
+
+
+def test_an_async_grounding_job_answers_the_same_blocks(srv):
+    """A grounding request as an async job (/v1/ocr/jobs): its result carries the same blocks and
+    Markdown as the synchronous answer, and the Mistral shape's image on LightOnOCR-3 too."""
+    import time
+    for body in ({"document": doc(), "mode": "grounding", "drop_headers_footers": True},
+                 {"model": NAME, "document": {"type": "image_url", "image_url": "data:image/png;base64," + doc()}}):
+        sync = srv.post("/v1/ocr", body).json()
+        r = srv.post("/v1/ocr/jobs", body)
+        assert r.status_code == 202, r.text
+        jid = r.json()["id"]
+        deadline = time.time() + 60
+        while srv.get(f"/v1/ocr/jobs/{jid}").json()["status"] not in ("succeeded", "failed") and time.time() < deadline:
+            time.sleep(0.02)
+        got = srv.get(f"/v1/ocr/jobs/{jid}/result").json()
+        want, page = sync["pages"][0], got["pages"][0]
+        if "blocks" in want:
+            assert page["blocks"] == want["blocks"] and page["text"] == NO_FURNITURE
+        else:
+            assert page["markdown"] == want["markdown"] and page["images"] == want["images"] and want["images"]
