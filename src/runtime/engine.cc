@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -152,7 +153,11 @@ void Engine::loop() {
       }
       if (stopping_ && (!drain_ || (waiting_.empty() && running_.empty()))) break;
     }
-    step();
+    try {
+      step();
+    } catch (const std::exception& e) {
+      fail_step(e.what());
+    }
   }
   // Abort whatever is left.
   for (auto& s : running_) finish(*s, "abort");
@@ -161,7 +166,23 @@ void Engine::loop() {
   waiting_.clear();
 }
 
-void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_reason) {
+void Engine::fail_step(const std::string& what) {
+  LOCR_ERROR("engine: a step failed: ", what, "; its ", in_step_.empty() ? running_.size() : in_step_.size(),
+             " request(s) end with an error, the others go on");
+  const std::string msg = "internal error in the engine: " + what;
+  if (in_step_.empty())
+    for (auto& s : running_) in_step_.push_back(s.get());
+  for (Seq* s : in_step_)
+    if (!s->finished) finish(*s, "error", "", msg);
+  in_step_.clear();
+  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->finished; }),
+                 running_.end());
+  metrics_.num_running = static_cast<int64_t>(running_.size());
+  free_blocks_ = blocks_.n_free();
+  metrics_.kv_usage = blocks_.usage();
+}
+
+void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_reason, const std::string& error) {
   s.finished = true;
   blocks_.release(s.table);
   s.table.clear();
@@ -183,6 +204,7 @@ void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_r
   e.finished = true;
   e.finish_reason = reason;
   e.stop_reason = stop_reason;
+  e.error = error;
   s.stream->push(std::move(e));
 }
 
@@ -242,6 +264,8 @@ void Engine::publish_blocks(Seq& s) {
 
 void Engine::run_vision(Seq& s, int64_t budget) {
   const auto t0 = Clock::now();
+  if (!s.vision && opts_.debug_fail_vision > 0 && ++n_visions_ == opts_.debug_fail_vision)
+    throw std::runtime_error("injected fault (--debug-fail-vision " + std::to_string(opts_.debug_fail_vision) + ")");
   if (!s.vision) s.vision = exec_->vision_begin(s.in.images);
   const int64_t n = std::max<int64_t>(1, s.vision->n_patches());
   const int layers = static_cast<int>(std::clamp<int64_t>(budget / n, 1, exec_->vision_layers()));
@@ -363,6 +387,7 @@ void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
 }
 
 bool Engine::step() {
+  in_step_.clear();
   // Cancelled requests leave first, freeing their blocks.
   auto cancelled = [&](std::unique_ptr<Seq>& s) {
     if (!s->stream->cancelled()) return false;
@@ -465,12 +490,20 @@ bool Engine::step() {
   }
 
   // 3. Vision: advance the oldest pending encoding by a budgeted number of layers; with nothing
-  // else to run, finish it in one go.
-  for (auto& sp : running_)
-    if (!sp->vision_done) {
-      run_vision(*sp, sched.empty() ? (1LL << 40) : opts_.vision_budget);
-      break;
+  // else to run, finish it in one go. A fault there ends that request only.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Seq& s = *running_[i];
+    if (s.vision_done) continue;
+    try {
+      run_vision(s, sched.empty() ? (1LL << 40) : opts_.vision_budget);
+    } catch (const std::exception& e) {
+      LOCR_ERROR("engine: the vision encoding of ", s.in.request_id, " failed: ", e.what());
+      s.vision.reset();
+      finish(s, "error", "", std::string("internal error in the vision encoder: ") + e.what());
+      running_.erase(running_.begin() + static_cast<long>(i));  // not scheduled: nothing else refers to it
     }
+    break;
+  }
 
   metrics_.num_running = static_cast<int64_t>(running_.size());
   metrics_.num_waiting = static_cast<int64_t>(waiting_.size());
@@ -521,6 +554,10 @@ bool Engine::step() {
     }
     steps.push_back(st);
   }
+  in_step_.clear();
+  for (const auto& sc : sched) in_step_.push_back(sc.s);
+  if (opts_.debug_fail_step > 0 && ++n_steps_ == opts_.debug_fail_step)
+    throw std::runtime_error("injected fault (--debug-fail-step " + std::to_string(opts_.debug_fail_step) + ")");
   model::StepOutput out;
   exec_->step(steps, &out);
   // Tokens of this step as vLLM counts them: prompt tokens computed plus tokens generated (a
@@ -554,6 +591,7 @@ bool Engine::step() {
   // Drop finished sequences (their blocks are already released).
   running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->finished; }),
                  running_.end());
+  in_step_.clear();
   metrics_.num_running = static_cast<int64_t>(running_.size());
   free_blocks_ = blocks_.n_free();
   metrics_.kv_usage = blocks_.usage();

@@ -8,6 +8,11 @@
 // out, and prefix caching of full blocks by content hash.
 // Frontends (HTTP threads, CLI) call submit() from any thread and read events from the returned
 // stream; cancelling a stream frees its blocks at the next step.
+//
+// Faults stay with the requests they hit: an exception in a sequence's vision encoding ends that
+// request, one in a decoder step (an allocation failure, an internal error) ends the requests of
+// that step; each gets finish_reason "error" with the message in its final event, its KV blocks are
+// freed, and the engine goes on serving everyone else.
 #pragma once
 
 #include <condition_variable>
@@ -36,6 +41,10 @@ struct EngineOptions {
   bool cuda_graphs = true;               // device backends: replay decode-only steps as graphs
   bool enable_prefix_caching = true;
   int64_t vision_budget = 0;  // patch-layers per step; 0 = 4 * max_num_batched_tokens
+  // Testing only (--debug-fail-step / --debug-fail-vision): the N-th decoder step, or the N-th
+  // vision encoding, counted from 1 since start, throws as an internal error would. 0: never.
+  int64_t debug_fail_step = 0;
+  int64_t debug_fail_vision = 0;
 };
 
 class Engine {
@@ -60,7 +69,10 @@ class Engine {
   struct Seq;
   void loop();
   bool step();  // returns false when there was nothing to do
-  void finish(Seq& s, const std::string& reason, const std::string& stop_reason = "");
+  void finish(Seq& s, const std::string& reason, const std::string& stop_reason = "", const std::string& error = "");
+  // A step threw: its sequences (in_step_; every running one if it failed before scheduling) end
+  // with finish_reason "error".
+  void fail_step(const std::string& what);
   bool ensure_blocks(Seq& s, int64_t n_tokens);
   void preempt(Seq& s);
   void hash_blocks(Seq& s) const;  // content keys of the prompt's full blocks (prefix cache)
@@ -86,6 +98,8 @@ class Engine {
   // Engine-thread state.
   std::deque<std::unique_ptr<Seq>> waiting_;
   std::vector<std::unique_ptr<Seq>> running_;
+  std::vector<Seq*> in_step_;  // the sequences the current step computes
+  int64_t n_steps_ = 0, n_visions_ = 0;
   std::thread thread_;
 };
 

@@ -155,7 +155,8 @@ std::string EngineMetrics::render(const std::string& model_name) const {
   {
     std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(finished_mu));
     prom_family(o, "vllm:request_success_total", "counter", "Finished requests by finish reason.");
-    for (const char* r : {"stop", "length", "abort"}) {
+    // vLLM's stop, length and abort, and error: requests a fault in the engine ended.
+    for (const char* r : {"stop", "length", "abort", "error"}) {
       auto it = finished.find(r);
       o += "vllm:request_success_total{" + l + ",finished_reason=\"" + r + "\"} " +
            prom_number(static_cast<double>(it == finished.end() ? 0 : it->second)) + "\n";

@@ -226,6 +226,70 @@ TEST(Engine, PrefixCacheKeysImageBlocksByTheirPixels) {
   EXPECT_EQ(sa2->times().cached_tokens, static_cast<int64_t>(ra.prompt_ids.size() - 1) / 4 * 4);
 }
 
+// The final event of a stream: its finish reason and error message.
+std::pair<std::string, std::string> final_event(RequestStream& s) {
+  for (;;) {
+    auto e = s.next(30s);
+    if (!e) return {"(timed out)", ""};
+    if (e->finished) return {e->finish_reason, e->error};
+  }
+}
+
+TEST(Engine, AFailedStepEndsItsRequestsAndTheEngineGoesOn) {
+  EngineOptions o;
+  o.max_num_seqs = 2;
+  o.kv_cache_bytes = 16LL << 20;
+  o.debug_fail_step = 3;  // a.prefill + b.prefill together, then decodes: step 3 holds a and b
+  Engine engine(tiny_model(), o);
+  auto long_req = make_request("Hello, how are you?", 30);
+  long_req.ignore_eos = true;
+  auto a = engine.submit(long_req);
+  auto b = engine.submit(long_req);
+  auto waiting_req = make_request("Bonjour tout le monde", 12);
+  auto c = engine.submit(waiting_req);  // max_num_seqs 2: waits, not in the failing step
+  const auto [ra, ea] = final_event(*a);
+  const auto [rb, eb] = final_event(*b);
+  EXPECT_EQ(ra, "error");
+  EXPECT_EQ(rb, "error");
+  EXPECT_NE(ea.find("internal error in the engine: injected fault (--debug-fail-step 3)"), std::string::npos) << ea;
+  // The request that was not in the step, and a later one, are served as if nothing happened.
+  EXPECT_EQ(collect(*c), reference(waiting_req));
+  auto later = make_request("The future of AI is", 16);
+  EXPECT_EQ(collect(*engine.submit(later)), reference(later));
+  for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+  const std::string m = engine.metrics().render("tiny");
+  EXPECT_NE(m.find("finished_reason=\"error\"} 2.0"), std::string::npos) << m;
+}
+
+TEST(Engine, AFailedVisionEncodingEndsOnlyThatRequest) {
+  EngineOptions o;
+  o.debug_fail_vision = 1;
+  Engine engine(tiny_model(), o);
+  const auto& m = tiny_model();
+  model::Prompt p = m.build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1),
+                                   {io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png")});
+  RequestInput img;
+  img.prompt_ids = p.ids;
+  img.images = p.images;
+  img.max_tokens = 8;
+  img.sampling.temperature = 0;
+  auto text_req = make_request("The future of AI is", 20);
+  auto ts = engine.submit(text_req);
+  auto bad = engine.submit(img);
+  const auto [reason, error] = final_event(*bad);
+  EXPECT_EQ(reason, "error");
+  EXPECT_NE(error.find("vision encoder: injected fault (--debug-fail-vision 1)"), std::string::npos) << error;
+  EXPECT_EQ(collect(*ts), reference(text_req));
+  // The next image request (the second encoding) is served.
+  GenerateOptions go;
+  go.max_tokens = 8;
+  go.sampling.temperature = 0;
+  EXPECT_EQ(collect(*engine.submit(img)), generate(m, p, go).tokens);
+  for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+}
+
 TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
   // A page's vision encoding is spread over several steps (tiny budget) while text requests decode.
   EngineOptions o;
