@@ -163,6 +163,9 @@ void declare(Args& a) {
   a.option("write-timeout", "seconds a response write may block on a slow client (default 60)", "S");
   a.option("keep-alive-timeout", "seconds an idle keep-alive connection stays open (default 5)", "S");
   add_forced_output_option(a);
+  a.option("debug-fail-step", "TESTING ONLY: the N-th decoder step throws, as an internal error would (its requests "
+           "end with an error, the server goes on)", "N");
+  a.option("debug-fail-vision", "TESTING ONLY: the N-th vision encoding throws (that request ends with an error)", "N");
   a.flag("ui", "serve the web page at / to OCR documents in a browser (default on; --no-ui turns it off)");
   a.option("root-path", "the path prefix a reverse proxy serves locr under (e.g. /ocr): the web page builds its URLs "
            "from it, and requests that still carry it are routed without it", "PATH");
@@ -423,6 +426,12 @@ int cmd_serve(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "--max-num-seqs, --max-num-batched-tokens, --block-size must be >= 1 and "
                                       "--max-model-len >= 2");
   eo.enable_prefix_caching = a.get_flag("enable-prefix-caching", true);
+  for (const char* k : {"debug-fail-step", "debug-fail-vision"}) {
+    if (!a.has(k)) continue;
+    const int64_t n = parse_count(a.get(k), k);
+    (std::string(k) == "debug-fail-step" ? eo.debug_fail_step : eo.debug_fail_vision) = n;
+    LOCR_WARN("debug: --", k, " ", n, ": a fault is injected into the engine (testing only)");
+  }
   int64_t kv_memory = -1;
   if (a.has("kv-cache-memory")) kv_memory = server::parse_size(a.get("kv-cache-memory"), "--kv-cache-memory");
   if (a.has("kv-cache-memory-bytes"))

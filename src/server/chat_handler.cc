@@ -102,6 +102,9 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
       if (d.text.empty() && d.logprobs.empty() && !d.finished) continue;
       const json delta = d.text.empty() && d.finished ? json::object() : json{{"content", d.text}};
       const json lp = logprobs ? chat_logprobs_json(d.logprobs, tok, as_ids) : json(nullptr);
+      // An engine fault ended this choice: an error event (as vLLM streams one, which OpenAI's SDKs
+      // raise), then its final chunk with finish_reason "error".
+      if (d.finished && d.finish_reason == "error") out += sse_event(error_body(500, d.error));
       out += sse_event(with_usage(chat_chunk(head, d.index, delta, lp, d.finished ? json(d.finish_reason) : json(nullptr),
                                              d.stop_reason)));
     }

@@ -71,6 +71,9 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
     for (auto& d : ds) {
       if (d.text.empty() && d.logprobs.empty() && !d.finished) continue;
       const json lp = logprobs ? completion_logprobs_json(d.logprobs, tok, (*offsets)[d.index], as_ids) : json(nullptr);
+      // An engine fault ended this choice: an error event (as vLLM streams one, which OpenAI's SDKs
+      // raise), then its final chunk with finish_reason "error".
+      if (d.finished && d.finish_reason == "error") out += sse_event(error_body(500, d.error));
       out += sse_event(with_usage(completion_chunk(head, d.index, d.text, lp,
                                                    d.finished ? json(d.finish_reason) : json(nullptr), d.stop_reason)));
     }

@@ -149,6 +149,7 @@ void Generation::top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& tou
     for (auto& c : choices_)
       if (!c->finished && !c->stream && (c->prompt < next_prompt_ || cancelled_)) {
         const bool failed = !results_[c->index].error.empty();
+        if (failed) deltas[c->index].error = results_[c->index].error;
         finish(*c, deltas[c->index], failed ? "error" : "abort", nullptr);
         touched[c->index] = 1;
       }
@@ -233,6 +234,8 @@ void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
   if (e.finished) out += c.stop.flush();
   d.text += out;
   r.text += out;
+  if (e.finished && e.finish_reason == "error")  // an engine fault: the request ends with its message
+    r.error = d.error = e.error.empty() ? "internal error in the engine" : e.error;
   if (e.finished) finish(c, d, e.finish_reason.empty() ? "stop" : e.finish_reason, stop_reason_json(e.stop_reason));
 }
 

@@ -46,8 +46,9 @@ struct ChoiceDelta {
   std::string text;
   std::vector<TokenLogprob> logprobs;
   bool finished = false;
-  std::string finish_reason;                   // "stop", "length", "abort"
+  std::string finish_reason;                   // "stop", "length", "abort", "error"
   nlohmann::json stop_reason;                  // null, the stop string, or the stop token id
+  std::string error;                           // finish_reason "error": why
 };
 
 // The sampled tokens' log-probabilities (of the raw model distribution) in summary, when
@@ -67,7 +68,7 @@ struct ChoiceResult {
   std::string finish_reason;
   nlohmann::json stop_reason;
   int64_t n_tokens = 0;
-  std::string error;                           // finish_reason "error": why (load_images threw)
+  std::string error;                           // finish_reason "error": why (load_images threw, an engine fault)
 };
 
 // ApiError 400 (vLLM's wording) unless a prompt of `prompt_len` tokens, plus `max_tokens` when it
