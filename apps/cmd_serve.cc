@@ -26,6 +26,7 @@
 #include "server/memory_plan.h"
 #include "server/tls.h"
 #include "server/server_context.h"
+#include "tools/hub.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_api.h"
 #include "model/cuda/cuda_executor.h"
@@ -282,11 +283,16 @@ int cmd_serve(int argc, char** argv) {
   }
   check_vllm_compat(a, handled);
 
-  const std::string dir = a.get("model", a.get("MODEL"));
-  if (dir.empty()) fail(ErrorKind::kInvalidArgument, "give the model directory: locr serve MODEL");
+  const std::string spec = a.get("model", a.get("MODEL"));
+  if (spec.empty()) fail(ErrorKind::kInvalidArgument, "give the model: locr serve MODEL (a directory or a hub repo id)");
+  // A directory as is; ORG/NAME (as vllm serve takes it) from the Hugging Face cache, pulled when
+  // missing (HF_HUB_OFFLINE=1: the cache only), as `locr ocr --model` and `locr pull` do.
+  const std::string dir = tools::looks_like_repo_id(spec) ? tools::resolve_model(spec) : spec;
   if (!std::filesystem::is_directory(dir))
-    fail(ErrorKind::kNotFound, "model directory '", dir, "' does not exist (locr serves local directories only)");
-  if (a.has("tokenizer") && std::filesystem::weakly_canonical(a.get("tokenizer")) != std::filesystem::weakly_canonical(dir))
+    fail(ErrorKind::kNotFound, "model directory '", dir, "' does not exist (give a model directory or a hub repo id "
+                                                         "ORG/NAME)");
+  if (a.has("tokenizer") && a.get("tokenizer") != spec &&
+      std::filesystem::weakly_canonical(a.get("tokenizer")) != std::filesystem::weakly_canonical(dir))
     fail(ErrorKind::kUnsupported, "--tokenizer must be the model directory; a separate tokenizer is not supported");
   const std::string gen_mode = a.get("generation-config", "auto");
   if (gen_mode != "auto" && gen_mode != "vllm")
@@ -297,7 +303,7 @@ int cmd_serve(int argc, char** argv) {
   so.port = a.get_int("port", 8000);
   if (so.port < 0 || so.port > 65535) fail(ErrorKind::kInvalidArgument, "--port must be in [0, 65535]");
   so.served_model_names = a.get_all("served-model-name");
-  if (so.served_model_names.empty()) so.served_model_names.push_back(dir);
+  if (so.served_model_names.empty()) so.served_model_names.push_back(spec);  // as vLLM: the name as given
   so.model_path = dir;
   so.version = LOCR_VERSION_STRING;
   // vLLM's --api-key takes several keys; any of them is accepted.

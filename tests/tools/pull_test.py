@@ -7,7 +7,9 @@ Usage: pull_test.py LOCR_BIN MODEL_DIR. Exit 0 when every check passes.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -85,6 +87,40 @@ def main() -> int:
         p = subprocess.run([locr, "generate", "--model", REPO, "--prompt", "hi", "--max-tokens", "2", "--threads", "1"],
                            env=dict(env, HF_HUB_OFFLINE="1"), capture_output=True, text=True, timeout=120)
         check(p.returncode == 0, f"generate --model ORG/NAME uses the cache ({p.stderr.strip()[-200:]})")
+
+        # 5b. ORG/NAME as `locr serve MODEL` (as `vllm serve` takes it): served from the cached
+        # snapshot under the name as given.
+        import urllib.request
+        serve = subprocess.Popen([locr, "serve", REPO, "--port", "0", "--host", "127.0.0.1", "--threads", "1"],
+                                 env=dict(env, HF_HUB_OFFLINE="1", LOCR_LOG_LEVEL="info"), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        try:
+            port = None
+            for line in serve.stdout:
+                m = re.search(r"listening on http://[^:]+:(\d+)", line)
+                if m:
+                    port = int(m.group(1))
+                    break
+            check(port is not None, "serve ORG/NAME starts from the cache")
+            if port:
+                models = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=30).read())
+                check(models["data"][0]["id"] == REPO and models["data"][0]["root"] == snap,
+                      f"served as {REPO} from the snapshot ({models['data'][0]})")
+        finally:
+            serve.terminate()
+            serve.wait(30)
+        # ... and pulled first when it is not cached (a fresh cache).
+        cache_s = os.path.join(tmp, "hub-serve")
+        serve = subprocess.Popen([locr, "serve", REPO, "--port", "0", "--host", "127.0.0.1", "--threads", "1"],
+                                 env=dict(env, HF_HUB_CACHE=cache_s, LOCR_LOG_LEVEL="info"), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        try:
+            started = any(re.search(r"listening on http://", line) for line in serve.stdout)
+            check(started and os.path.isdir(os.path.join(cache_s, "models--test-org--tiny-model", "snapshots", fake_hub.COMMIT)),
+                  "serve ORG/NAME pulls a missing model into the cache, then serves it")
+        finally:
+            serve.terminate()
+            serve.wait(30)
 
         # 6. Interrupted download with retries: resumes within one run.
         cache2 = os.path.join(tmp, "hub2")
