@@ -2,6 +2,7 @@
 for 127.0.0.1, and real clients (requests, the openai SDK over httpx, curl) that verify it. The
 server's own connection loop runs over TLS: keep-alive, streaming, the header limits (431) and
 client disconnects work as over HTTP."""
+import json
 import os
 import re
 import shutil
@@ -88,10 +89,17 @@ def test_https_with_a_verifying_client(tls_server, certs):
         assert sess.get(tls_server.url + "/v1/models", verify=v).json()["data"][0]["id"] == NAME
         r = sess.post(tls_server.url + "/v1/chat/completions", json=chat("hello", **greedy(max_tokens=4)), verify=v)
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
+        whole = r.json()["choices"][0]["message"]["content"]
         r = sess.post(tls_server.url + "/v1/chat/completions", json=chat("hello", stream=True, **greedy(max_tokens=4)),
                       stream=True, verify=v)
         events = [l for l in r.iter_lines() if l.startswith(b"data: ")]
-        assert events[-1] == b"data: [DONE]" and len(events) >= 5
+        # Tokens that arrive together are sent in one chunk, so the count of chunks varies; what they
+        # carry does not: the role first, the same text as the whole response, the finish last.
+        assert events[-1] == b"data: [DONE]", events
+        chunks = [json.loads(e[6:]) for e in events[:-1]]
+        assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+        assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == whole
+        assert chunks[-1]["choices"][0]["finish_reason"] == "length"
         assert sess.get(tls_server.url + "/v1/chat/completions", verify=v).status_code == 405
 
 
