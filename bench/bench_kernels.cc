@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/quant_q8_0.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -118,6 +119,34 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
   set_flops(st, 2.0 * M * N * K, cpu_s);
 }
 
+// GEMV on GGUF Q8_0 weights (kernels/cpu/quant_q8_0.h; one thread: compare with --threads 1),
+// the same rotation over copies as BM_Gemv. Counter: Q8_0 weight bytes per second (34 per 32).
+void BM_GemvQ8_0(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, int64_t K) {
+  if (!locr::kernels::cpu_isa_supported(isa)) {
+    st.SkipWithError("this CPU lacks the ISA");
+    return;
+  }
+  const double bytes = 34.0 * N * K / 32;
+  const int copies = static_cast<int>(std::max(1.0, std::ceil(768e6 / bytes)));
+  std::vector<std::vector<uint8_t>> ws;
+  for (int c = 0; c < copies; ++c) {
+    const auto f = random_vec(static_cast<size_t>(N * K), 10 + c, 0.05f);
+    ws.emplace_back(static_cast<size_t>(bytes));
+    locr::kernels::quantize_row_q8_0(f.data(), ws.back().data(), N * K);
+  }
+  const auto x = random_vec(static_cast<size_t>(K), 3);
+  std::vector<float> y(static_cast<size_t>(N));
+  const CpuClock clock;
+  size_t i = 0;
+  for (auto _ : st) {
+    locr::kernels::gemv_q8_0(isa, ws[i++ % ws.size()].data(), N, K, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double cpu_s = clock.elapsed();
+  set_bytes(st, bytes, cpu_s);
+  set_flops(st, 2.0 * N * K, cpu_s);
+}
+
 // Attention with contiguous q / k / v ([n, heads * head_dim]).
 // kv_bf16: a BF16 KV cache in 16-row blocks with a shuffled block table (cpu-bf16's decode case).
 void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_t n_kv, int64_t heads,
@@ -214,6 +243,18 @@ void BM_SiluMul(benchmark::State& st, std::string backend, int64_t n) {
 }
 
 void register_all() {
+  for (const auto isa : {locr::kernels::CpuIsa::kGeneric, locr::kernels::CpuIsa::kAvx2, locr::kernels::CpuIsa::kAvx512}) {
+    struct G {
+      const char* name;
+      int64_t n, k;
+    };
+    for (const G g : {G{"q", 2048, 1024}, G{"gate_up", 3072, 1024}, G{"down", 1024, 3072}})
+      benchmark::RegisterBenchmark(
+          (std::string("GemvQ8_0/") + locr::kernels::cpu_isa_name(isa) + "/" + g.name).c_str(), BM_GemvQ8_0, isa, g.n,
+          g.k)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+  }
   for (const std::string b : {"cpu-bf16", "cpu-f32"}) {
     struct G {
       const char* name;

@@ -9,6 +9,7 @@ dequantizer, the reference:
                                      blocks with sane scales, since gguf cannot quantize K types),
                                      a 3-D F32 tensor and a Q3_K one (a type locr refuses to read)
   tests/fixtures/gguf/expected.gguf  the same tensors dequantized by gguf.quants.dequantize, as F32
+  tests/fixtures/gguf/sources.gguf   the F32 values gguf quantized into q8_0 (for locr's quantizer)
 
 Usage: python tools/reference/make_gguf_fixtures.py [OUTDIR]   (pip install gguf==0.19.0 numpy)
 """
@@ -55,7 +56,7 @@ def main():
     w.add_array("test.array_str", ["<|im_start|>", "", "Ġhello"])
     w.add_array("test.array_nested", [[1, 2], [3]])
 
-    expected = {}
+    expected, sources = {}, {}
     f32 = rng.standard_normal((3, 64)).astype(np.float32)
     w.add_tensor("f32", f32)
     expected["f32"] = f32
@@ -65,6 +66,8 @@ def main():
                         ("q5_0", T.Q5_0), ("q5_1", T.Q5_1)):
         x = rng.standard_normal((3, 64)).astype(np.float32)
         q = quants.quantize(x, qtype)
+        if qtype == T.Q8_0:
+            sources[name] = x
         w.add_tensor(name, q, raw_dtype=qtype)
         expected[name] = quants.dequantize(q, qtype).astype(np.float32)
     for name, qtype in (("q4_k", T.Q4_K), ("q5_k", T.Q5_K), ("q6_k", T.Q6_K), ("q3_k", T.Q3_K)):
@@ -85,7 +88,14 @@ def main():
     e.write_kv_data_to_file()
     e.write_tensors_to_file()
     e.close()
-    print("wrote", OUT / "types.gguf", OUT / "expected.gguf")
+    src = gguf.GGUFWriter(str(OUT / "sources.gguf"), arch="sources")
+    for name, x in sources.items():
+        src.add_tensor(name, x)
+    src.write_header_to_file()
+    src.write_kv_data_to_file()
+    src.write_tensors_to_file()
+    src.close()
+    print("wrote", OUT / "types.gguf", OUT / "expected.gguf", OUT / "sources.gguf")
 
 
 if __name__ == "__main__":

@@ -581,6 +581,8 @@ std::unique_ptr<Ops> make_cpu_ops(CpuPrecision precision, CpuIsa isa) {
   return std::make_unique<CpuOps>(precision, isa, checked_table(isa));
 }
 
+const cpu::KernelTable* cpu_kernel_table(CpuIsa isa) { return checked_table(isa); }
+
 void cpu_exp_for_testing(CpuIsa isa, const float* x, float* y, int64_t n) { checked_table(isa)->exp(x, y, n); }
 void cpu_erf_for_testing(CpuIsa isa, const float* x, float* y, int64_t n) { checked_table(isa)->erf(x, y, n); }
 

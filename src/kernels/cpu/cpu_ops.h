@@ -34,6 +34,13 @@ CpuIsa cpu_best_isa();
 // Fails with ErrorKind::kInvalidArgument if `isa` is not supported here.
 std::unique_ptr<Ops> make_cpu_ops(CpuPrecision precision, CpuIsa isa = CpuIsa::kAuto);
 
+namespace cpu {
+struct KernelTable;
+}
+// The leaf kernels of `isa` (kAuto: the best path), failing as make_cpu_ops does when this CPU
+// lacks it; for the kernel files beside cpu_ops.cc (quant_q8_0.cc).
+const cpu::KernelTable* cpu_kernel_table(CpuIsa isa);
+
 // Test hooks: the vectorised math of one ISA path, applied to n floats.
 void cpu_exp_for_testing(CpuIsa isa, const float* x, float* y, int64_t n);
 void cpu_erf_for_testing(CpuIsa isa, const float* x, float* y, int64_t n);
