@@ -186,6 +186,9 @@ void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_r
   s.finished = true;
   blocks_.release(s.table);
   s.table.clear();
+  // Before the final event: a caller that reads the free-block gauge right after it must see these blocks back.
+  free_blocks_ = blocks_.n_free();
+  metrics_.kv_usage = blocks_.usage();
   const auto now = Clock::now();
   s.times.finished_s = secs(s.t_submit, now);
   s.times.generated_tokens = s.n_generated();
