@@ -19,17 +19,18 @@ constexpr int64_t kBlockBytes = 34;
 
 std::string fixture(const char* name) { return std::string(LOCR_FIXTURES_DIR) + "/gguf/" + name; }
 
-// Random Q8_0 rows: every int8 value (-128 too, which llama.cpp's quantizer never writes but a
-// file may hold) and small positive or negative f16 scales.
-std::vector<uint8_t> random_q8_0(int64_t rows, int64_t cols, uint32_t seed) {
+// Random Q8_0 rows and small positive or negative f16 scales. Weights: every int8 value (-128 too,
+// which llama.cpp's quantizer never writes but a file may hold). Activations (activation = true):
+// [-127, 127], what quantize_row_q8_0 writes.
+std::vector<uint8_t> random_q8_0(int64_t rows, int64_t cols, uint32_t seed, bool activation = false) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int> byte(activation ? 129 : 128, 383);  // mod 256: -127 (or -128) .. 127
   std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
   std::vector<uint8_t> out(static_cast<size_t>(rows * cols / 32 * kBlockBytes));
   for (size_t b = 0; b < out.size(); b += kBlockBytes) {
     const uint16_t h = f32_to_f16(scale(rng));
     std::memcpy(&out[b], &h, 2);
-    for (int j = 0; j < 32; ++j) out[b + 2 + j] = static_cast<uint8_t>(byte(rng));
+    for (int j = 0; j < 32; ++j) out[b + 2 + j] = static_cast<uint8_t>(byte(rng) % 256);
   }
   return out;
 }
@@ -54,6 +55,14 @@ TEST(QuantQ8_0, QuantizerWritesLlamaCppsBytes) {
   quantize_row_q8_0(zeros.data(), zq.data(), 32);
   EXPECT_EQ(zq, std::vector<uint8_t>(kBlockBytes, 0));
   EXPECT_THROW(quantize_row_q8_0(zeros.data(), zq.data(), 31), locr::Error);
+  // Halves round away from zero (roundf), as llama.cpp's quantizer: max 127 makes the step 1.
+  std::vector<float> halves(32);
+  for (int j = 0; j < 32; ++j) halves[j] = (j % 2 ? -1.0f : 1.0f) * (static_cast<float>(j) * 3.5f + 0.5f);
+  halves[31] = 127.0f;
+  std::vector<uint8_t> hq(kBlockBytes);
+  quantize_row_q8_0(halves.data(), hq.data(), 32);
+  for (int j = 0; j < 32; ++j)
+    EXPECT_EQ(static_cast<int8_t>(hq[2 + j]), static_cast<int>(std::round(halves[j]))) << halves[j];
 }
 
 class QuantQ8_0Isa : public testing::TestWithParam<CpuIsa> {
@@ -65,7 +74,8 @@ class QuantQ8_0Isa : public testing::TestWithParam<CpuIsa> {
 
 TEST_P(QuantQ8_0Isa, DotIsExactAndTheSameBitsAsTheGenericPath) {
   for (int64_t n : {32, 64, 32 * 37, 2048}) {
-    const auto a = random_q8_0(1, n, 7 + static_cast<uint32_t>(n)), b = random_q8_0(1, n, 11 + static_cast<uint32_t>(n));
+    const auto a = random_q8_0(1, n, 7 + static_cast<uint32_t>(n));
+    const auto b = random_q8_0(1, n, 11 + static_cast<uint32_t>(n), /*activation=*/true);
     const float got = dot_q8_0(GetParam(), a.data(), b.data(), n);
     const float generic = dot_q8_0(CpuIsa::kGeneric, a.data(), b.data(), n);
     EXPECT_EQ(std::memcmp(&got, &generic, 4), 0) << n << ": " << got << " vs " << generic;
@@ -78,13 +88,17 @@ TEST_P(QuantQ8_0Isa, DotIsExactAndTheSameBitsAsTheGenericPath) {
     }
     EXPECT_NEAR(got, ref, 1e-6 * mag + 1e-12) << n;
   }
-  // Extremes: every product -128 * -128 (the integer sums must not saturate).
-  std::vector<uint8_t> m(kBlockBytes * 4, 0x80);
-  for (int b = 0; b < 4; ++b) {
-    const uint16_t one = f32_to_f16(1.0f);
-    std::memcpy(&m[b * kBlockBytes], &one, 2);
+  // Extremes: weights all -128 against activations all -127 and all 127 (the integer sums must
+  // neither saturate nor lose the sign of -128).
+  for (const int xv : {-127, 127}) {
+    std::vector<uint8_t> w(kBlockBytes * 4, 0x80), x(kBlockBytes * 4, static_cast<uint8_t>(static_cast<int8_t>(xv)));
+    for (int b = 0; b < 4; ++b) {
+      const uint16_t one = f32_to_f16(1.0f);
+      std::memcpy(&w[b * kBlockBytes], &one, 2);
+      std::memcpy(&x[b * kBlockBytes], &one, 2);
+    }
+    EXPECT_EQ(dot_q8_0(GetParam(), w.data(), x.data(), 128), -128.0f * static_cast<float>(xv) * 128.0f) << xv;
   }
-  EXPECT_EQ(dot_q8_0(GetParam(), m.data(), m.data(), 128), 128.0f * 128.0f * 128.0f);
 }
 
 TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
@@ -120,6 +134,25 @@ TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
   std::vector<float> yg(rows);
   gemv_q8_0(CpuIsa::kGeneric, w.data(), rows, cols, x.data(), yg.data());
   EXPECT_EQ(std::memcmp(y.data(), yg.data(), rows * 4), 0);
+}
+
+// Several activation rows at once (tiles of 4 weight rows x 2 activation rows, remainders, blocks of
+// 16 rows over the thread pool): every element the same bits as one row alone on the generic path.
+TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
+  const int64_t rows = 37, cols = 32 * 9, m = 5;
+  const auto w = random_q8_0(rows, cols, 21);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(m * cols);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> y(m * rows, -1.0f);
+  gemm_q8_0(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
+  for (int64_t i = 0; i < m; ++i) {
+    std::vector<float> yi(rows);
+    gemv_q8_0(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
+    EXPECT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "activation row " << i;
+  }
+  EXPECT_THROW(gemm_q8_0(GetParam(), w.data(), rows, cols + 1, x.data(), 1, y.data()), locr::Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, QuantQ8_0Isa,

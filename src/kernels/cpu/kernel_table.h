@@ -88,11 +88,13 @@ struct KernelTable {
   void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);
   void (*attn_combine)(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml);
 
-  // Q8_0 (GGUF's block format: an f16 scale d and 32 int8 q, 34 bytes): the dot product of two
-  // rows of n_blocks blocks, sum over blocks in order of d_a * d_b * (exact int32 sum of q_a * q_b).
-  // Every ISA computes the integer sums exactly (any int8, -128 included) and the float sum in the
-  // same order, so every path returns the same bits.
-  float (*dot_q8_0)(const void* a, const void* b, int64_t n_blocks);
+  // Q8_0 (GGUF's block format: an f16 scale d and 32 int8 q, 34 bytes; q8_0_block.h): c[i * ldc + r]
+  // = the canonical Q8_0 dot product of weight row r (r < n, rows w_stride bytes apart) and
+  // activation row i (i < m, x_stride bytes apart), both n_blocks blocks. Weights may hold any int8,
+  // activations are quantize_row_q8_0's (never -128). Every path returns the same bits, whatever
+  // n and m (batch invariance).
+  void (*gemm_q8_0)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
+                    int64_t n_blocks, float* c, int64_t ldc);
 
   // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
   // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.

@@ -14,7 +14,7 @@
 #define LOCR_CPU_PV_ND 4
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/kernels_impl.h"
-#include "kernels/cpu/q8_0_block.h"
+#include "kernels/cpu/q8_0_simd.h"
 
 #include <time.h>
 
@@ -153,30 +153,10 @@ double k_dot_vs_fma_speed() {
 
 namespace locr::kernels::cpu {
 
-namespace {
-
-// The exact int32 sum of 32 int8 products (AVX512BW: widened to 32 int16, vpmaddwd, reduced).
-int32_t isum32_avx512(const uint8_t* a, const uint8_t* b) {
-  const __m512i va = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
-  const __m512i vb = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
-  return _mm512_reduce_add_epi32(_mm512_madd_epi16(va, vb));
-}
-
-float dot_q8_0_avx512(const void* a, const void* b, int64_t n_blocks) {
-  const auto* pa = static_cast<const uint8_t*>(a);
-  const auto* pb = static_cast<const uint8_t*>(b);
-  float acc = 0;
-  for (int64_t k = 0; k < n_blocks; ++k, pa += kQ8BlockBytes, pb += kQ8BlockBytes)
-    acc = q8_0_accumulate(acc, pa, pb, isum32_avx512(pa + 2, pb + 2));
-  return acc;
-}
-
-}  // namespace
-
 const KernelTable* kernel_table_avx512() {
   static const KernelTable t = [] {
     KernelTable k = avx512::base_table("avx512");
-    k.dot_q8_0 = dot_q8_0_avx512;
+    k.gemm_q8_0 = q8_0_gemm_simd;
     return k;
   }();
   return &t;
@@ -185,7 +165,7 @@ const KernelTable* kernel_table_avx512() {
 const KernelTable* kernel_table_avx512_bf16() {
   static const KernelTable t = [] {
     KernelTable k = avx512::base_table("avx512-bf16");
-    k.dot_q8_0 = dot_q8_0_avx512;
+    k.gemm_q8_0 = q8_0_gemm_simd;
     k.bf16_dot = true;
     k.pack_a_pairs = avx512::k_pack_a_pairs;
     k.gemm_tile = avx512::k_gemm_tile_bf16;

@@ -12,18 +12,12 @@ namespace locr::kernels::cpu {
 
 namespace {
 
-float dot_q8_0_generic(const void* a, const void* b, int64_t n_blocks) {
-  const auto* pa = static_cast<const uint8_t*>(a);
-  const auto* pb = static_cast<const uint8_t*>(b);
-  float acc = 0;
-  for (int64_t k = 0; k < n_blocks; ++k, pa += kQ8BlockBytes, pb += kQ8BlockBytes) {
-    const auto* qa = reinterpret_cast<const int8_t*>(pa + 2);
-    const auto* qb = reinterpret_cast<const int8_t*>(pb + 2);
-    int32_t s = 0;
-    for (int i = 0; i < kQ8Block; ++i) s += int32_t{qa[i]} * int32_t{qb[i]};
-    acc = q8_0_accumulate(acc, pa, pb, s);
-  }
-  return acc;
+void gemm_q8_0_generic(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
+                       int64_t n_blocks, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < n; ++r)
+      c[i * ldc + r] = q8_0_dot_lanes(static_cast<const uint8_t*>(w) + r * w_stride,
+                                      static_cast<const uint8_t*>(x) + i * x_stride, n_blocks);
 }
 
 }  // namespace
@@ -31,7 +25,7 @@ float dot_q8_0_generic(const void* a, const void* b, int64_t n_blocks) {
 const KernelTable* kernel_table_generic() {
   static const KernelTable t = [] {
     KernelTable k = generic::base_table("generic");
-    k.dot_q8_0 = dot_q8_0_generic;
+    k.gemm_q8_0 = gemm_q8_0_generic;
     return k;
   }();
   return &t;

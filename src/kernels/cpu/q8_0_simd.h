@@ -1,0 +1,95 @@
+// The Q8_0 dot products of q8_0_block.h on 256-bit AVX2 vectors, included by kernels_avx2.cc and
+// kernels_avx512.cc (the same code under each file's flags; `static`, one copy per file).
+//
+// Per block: |w| (vpsignb w, w: -128 becomes 128 as an unsigned byte) times x with w's sign
+// (vpsignb x, w) by vpmaddubsw gives sixteen exact int16 pair sums (|w| <= 128, |x| <= 127: at most
+// 32512, no saturation), vpmaddwd against ones the eight int32 lane sums, then one FMA per lane.
+// x must be an activation row from quantize_row_q8_0 (never -128: vpsignb cannot negate it); w
+// may hold any int8.
+#pragma once
+
+#include <immintrin.h>
+
+#include "kernels/cpu/q8_0_block.h"
+
+namespace locr::kernels::cpu {
+
+static inline __m256i q8_0_lane_sums(__m256i w, __m256i x) {
+  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+static inline float q8_0_reduce(__m256 acc) {
+  alignas(32) float a[8];
+  _mm256_store_ps(a, acc);
+  return q8_0_hsum(a);
+}
+
+// The block's f16 scale by F16C (exact, as core/dtype.h's f16_to_f32, without a call per block).
+static inline float q8_0_scale_f16c(const uint8_t* block) {
+  uint16_t h;
+  std::memcpy(&h, block, 2);
+  return _cvtsh_ss(h);
+}
+
+static inline __m256i q8_0_load(const uint8_t* block) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+}
+
+// NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
+// The accumulators must stay in registers: GCC keeps acc[NR][MX] on the stack unless the small
+// loops are unrolled.
+#define LOCR_Q8_UNROLL _Pragma("GCC unroll 8")
+
+template <int NR, int MX>
+static inline void q8_0_tile(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
+                             int64_t n_blocks, float* c, int64_t ldc) {
+  __m256 acc[NR][MX];
+  LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r)
+    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) acc[r][i] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t off = b * kQ8BlockBytes;
+    __m256i xv[MX];
+    float dx[MX];
+    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) {
+      xv[i] = q8_0_load(x + i * x_stride + off);
+      dx[i] = q8_0_scale_f16c(x + i * x_stride + off);
+    }
+    LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r) {
+      const uint8_t* wb = w + r * w_stride + off;
+      const __m256i wv = q8_0_load(wb);
+      const float dw = q8_0_scale_f16c(wb);
+      LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i)
+        acc[r][i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[i]), _mm256_cvtepi32_ps(q8_0_lane_sums(wv, xv[i])),
+                                    acc[r][i]);
+    }
+  }
+  LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r)
+    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) c[i * ldc + r] = q8_0_reduce(acc[r][i]);
+}
+
+// The kernel_table.h gemm_q8_0 entry: tiles of 4 weight rows x 2 activation rows (4 x 1 for one
+// row), the remainders one weight row at a time. Every element is the same canonical dot product
+// whatever the tiling, so the result does not depend on n or m.
+static void q8_0_gemm_simd(const void* w_, int64_t w_stride, int64_t n, const void* x_, int64_t x_stride,
+                           int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
+  const auto* w = static_cast<const uint8_t*>(w_);
+  const auto* x = static_cast<const uint8_t*>(x_);
+  int64_t i = 0;
+  for (; i + 2 <= m; i += 2) {
+    int64_t r = 0;
+    for (; r + 4 <= n; r += 4)
+      q8_0_tile<4, 2>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
+    for (; r < n; ++r)
+      q8_0_tile<1, 2>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
+  }
+  for (; i < m; ++i) {
+    int64_t r = 0;
+    for (; r + 4 <= n; r += 4)
+      q8_0_tile<4, 1>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
+    for (; r < n; ++r)
+      q8_0_tile<1, 1>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
+  }
+}
+
+}  // namespace locr::kernels::cpu
