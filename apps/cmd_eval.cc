@@ -49,9 +49,10 @@ std::vector<EvalInput> builtin_inputs() {
 }
 
 std::vector<Captured> run_backend(const std::string& dir, const std::string& backend, const Args& a,
-                                  const std::vector<EvalInput>& inputs) {
+                                  const std::vector<EvalInput>& inputs, const std::string& quantization = "") {
   model::LoadOptions lo;
   lo.backend = backend;
+  lo.quantization = quantization;
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
   LOCR_INFO("eval: loading ", dir, " on backend ", backend);
@@ -112,6 +113,7 @@ int cmd_eval(int argc, char** argv) {
   a.option("output", "JSON report (default accuracy_result.json)", "FILE");
   a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref, cuda (GPU executor)", "NAME");
   a.option("reference", "reference backend (default cpu-f32)", "NAME");
+  a.option("quantization", "quantize the candidate's weights at load: q8_0 (the reference stays as stored)", "METHOD");
   a.repeated("image", "extra input: an image file (OCR request, image only)", "FILE");
   a.repeated("prompt", "extra input: a text prompt", "TEXT");
   a.flag("no-builtin", "run only the --image/--prompt inputs");
@@ -144,11 +146,12 @@ int cmd_eval(int argc, char** argv) {
   if (inputs.empty()) fail(ErrorKind::kInvalidArgument, "no inputs: drop --no-builtin or give --prompt/--image");
 
   const auto ref_out = run_backend(dir, ref, a, inputs);
-  auto cand_out = run_backend(dir, cand, a, inputs);
+  auto cand_out = run_backend(dir, cand, a, inputs, a.get("quantization"));
 
   ojson report;
   report["model"] = dir;
   report["candidate"] = cand;
+  if (a.has("quantization")) report["candidate_quantization"] = a.get("quantization");
   report["reference"] = ref;
   report["thresholds"] = {{"max_abs_error", th.max_abs_error}, {"cosine_similarity", th.min_cosine},
                           {"rule", "max_abs_error < threshold and cosine_similarity > threshold; relative_error not judged"}};

@@ -276,6 +276,17 @@ int cmd_serve(int argc, char** argv) {
     if (v != "auto" && v != "bfloat16" && v != "bf16") LOCR_INFO("note: --kv-cache-dtype ", v, ": the CUDA KV cache is bfloat16");
     handled.insert("kv-cache-dtype");
   }
+  // --quantization q8_0 quantizes the weights at load (model/quantize_weights.h); vLLM's other
+  // methods (awq, gptq, fp8, ...) name checkpoint formats locr does not read and stay a note.
+  std::string quantization;
+  if (a.has("quantization")) {
+    std::string v = a.get("quantization");
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (v == "q8_0") {
+      quantization = v;
+      handled.insert("quantization");
+    }
+  }
   if (on_cuda && a.get_flag("enforce-eager")) {
     cuda_graphs = false;
     LOCR_INFO("serve: --enforce-eager: no CUDA graphs");
@@ -412,6 +423,7 @@ int cmd_serve(int argc, char** argv) {
   lo.backend = a.get("backend", backend);
   lo.chat_template_file = chat_template_file(a.get("chat-template"));
   lo.image_align = a.get_int("image-align", 28);
+  lo.quantization = quantization;
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
   auto model = model::LightOnOcr::load(dir, lo);
   so.debug_forced_ids = forced_output_ids(a, *model);

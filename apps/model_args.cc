@@ -18,6 +18,7 @@ void add_model_options(Args& a) {
   a.option("device", "cpu (default) or cuda (= --backend cuda)", "NAME");
   a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
+  a.option("quantization", "quantize the weights at load: q8_0 (GGUF Q8_0 int8 weights, CPU backends)", "METHOD");
 }
 
 void add_prompt_options(Args& a) {
@@ -45,6 +46,7 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   lo.backend = a.get("backend", device == "cuda" ? "cuda" : dtype == "f32" ? "cpu-f32" : "cpu-bf16");
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
+  lo.quantization = a.get("quantization");
   // ORG/NAME resolves to the Hugging Face cache snapshot (pulled when missing).
   return model::LightOnOcr::load(tools::resolve_model(a.get("model")), lo);
 }

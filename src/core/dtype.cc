@@ -24,7 +24,16 @@ size_t dtype_size(DType t) {
   return 0;
 }
 
+int64_t dtype_row_bytes(DType t, int64_t cols) {
+  if (t == DType::kQ8_0) {
+    if (cols % 32 != 0) fail(ErrorKind::kInvalidArgument, "a Q8_0 row of ", cols, " elements is not a whole number of 32-element blocks");
+    return cols / 32 * 34;
+  }
+  return cols * static_cast<int64_t>(dtype_size(t));
+}
+
 const char* dtype_name(DType t) {
+  if (t == DType::kQ8_0) return "Q8_0";
   for (const auto& i : kInfos)
     if (i.t == t) return i.name;
   return "?";

@@ -9,9 +9,13 @@
 
 namespace locr {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
+// kQ8_0 is a block type (GGUF's Q8_0: 32 int8 and an f16 scale in 34 bytes), only ever a weight
+// matrix's dtype: dtype_size is 0 for it (use dtype_row_bytes), and parse_dtype never returns it.
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kQ8_0 };
 
 size_t dtype_size(DType t);
+// Bytes of one row of `cols` elements (block types: cols must be a whole number of blocks).
+int64_t dtype_row_bytes(DType t, int64_t cols);
 const char* dtype_name(DType t);  // safetensors spelling: "F32", "BF16", ...
 // Parses a safetensors dtype string; returns false if unknown.
 bool parse_dtype(std::string_view s, DType* out);

@@ -1,5 +1,8 @@
 #include "kernels/ops.h"
 
+#include <cstring>
+
+#include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ref/ref_ops.h"
@@ -27,6 +30,12 @@ float Matrix::at(int64_t r, int64_t c) const {
       return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
     case DType::kF16:
       return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kQ8_0: {
+      const auto* block = static_cast<const uint8_t*>(data) + r * dtype_row_bytes(dtype, cols) + c / 32 * 34;
+      uint16_t d;
+      std::memcpy(&d, block, 2);
+      return f16_to_f32(d) * static_cast<float>(static_cast<int8_t>(block[2 + c % 32]));
+    }
     default:
       LOCR_CHECK(false, "unsupported weight dtype ", dtype_name(dtype));
   }

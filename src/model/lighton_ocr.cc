@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#include "model/quantize_weights.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_api.h"
 #endif
@@ -124,6 +125,10 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
 
   m->tensors_ = io::SafetensorsSet::open_dir(dir);
   m->weights_ = load_weights(m->tensors_, m->config_);
+  if (!opts.quantization.empty()) {
+    if (cuda) fail(ErrorKind::kUnsupported, "--quantization ", opts.quantization, " runs on the CPU backends only");
+    quantize_weights(m->weights_, opts.quantization);
+  }
   // With "cuda" the weights are converted and uploaded by the CUDA executor; the host keeps the
   // unpacked checkpoint views (the CPU kernels only serve host-side helpers such as embed).
   m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);

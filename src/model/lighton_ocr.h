@@ -31,6 +31,7 @@ struct LoadOptions {
                                     // "cuda": the CUDA executor (weights go to the GPU, no CPU packing)
   std::string chat_template_file;   // overrides the model's template when set
   int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
+  std::string quantization;         // "" (the checkpoint's dtype) or "q8_0" (model/quantize_weights.h)
 };
 
 // A tokenised prompt with its preprocessed images, in prompt order.

@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_q8_0.h"
 
 namespace locr::kernels {
 
@@ -255,12 +256,17 @@ class CpuOps final : public Ops {
   }
 
   void prepare(Matrix& w) override {
+    if (w.dtype == DType::kQ8_0) return;  // used as stored (quant_q8_0.h)
     if (own_packed(w) != nullptr) return;
     w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
   }
 
   void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
     if (M <= 0) return;
+    if (w.dtype == DType::kQ8_0) {
+      gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);
+      return;
+    }
     std::shared_ptr<void> temp;
     const PackedWeight* pw = own_packed(w);
     if (pw == nullptr) {
@@ -529,6 +535,16 @@ class CpuOps final : public Ops {
       case DType::kF16:
         t_->f16_to_f32(static_cast<const uint16_t*>(m.data) + r * n, out, n);
         break;
+      case DType::kQ8_0: {
+        const auto* block = static_cast<const uint8_t*>(m.data) + r * dtype_row_bytes(m.dtype, n);
+        for (int64_t b = 0; b < n / 32; ++b, block += 34) {
+          uint16_t h;
+          std::memcpy(&h, block, 2);
+          const float d = f16_to_f32(h);
+          for (int j = 0; j < 32; ++j) out[b * 32 + j] = d * static_cast<float>(static_cast<int8_t>(block[2 + j]));
+        }
+        break;
+      }
       default:
         LOCR_CHECK(false, "unsupported table dtype ", dtype_name(m.dtype));
     }
