@@ -1,6 +1,8 @@
 // Tokenizer and chat template from GGUF metadata; see tokenizer_gguf.h for the mapping.
 #include "model/tokenizer_gguf.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 #include "core/error.h"
@@ -90,9 +92,10 @@ std::optional<int32_t> get_id(const io::GgufFile& f, const std::string& key, siz
   if (!is_integer_type(f.types().at(key)))
     fail(ErrorKind::kInvalidArgument, f.name(), ": ", key, " must be an integer token id, but it is ", type_name(f, key));
   const json& v = f.metadata().at(key);
-  if (v.is_number_unsigned() ? v.get<uint64_t>() >= n_tokens : v.get<int64_t>() < 0 || v.get<int64_t>() >= static_cast<int64_t>(n_tokens))
+  const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0;
+  if (negative || v.get<uint64_t>() >= std::min<uint64_t>(n_tokens, kMaxTokens))
     fail(ErrorKind::kInvalidArgument, f.name(), ": ", key, " = ", v.dump(), " names no token (tokenizer.ggml.tokens has ",
-         n_tokens, ")");
+         n_tokens == SIZE_MAX ? std::string("none") : std::to_string(n_tokens), ")");
   return static_cast<int32_t>(v.get<int64_t>());
 }
 
@@ -178,7 +181,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const io::GgufFile& f) {
 
 GgufTokenizerMetadata read_gguf_tokenizer_metadata(const io::GgufFile& f) {
   GgufTokenizerMetadata m;
-  size_t n_tokens = 0;
+  size_t n_tokens = SIZE_MAX;  // ids are checked against the vocabulary when there is one
   if (f.has("tokenizer.ggml.tokens"))
     n_tokens = require_array(f, "tokenizer.ggml.tokens", true, "the vocabulary").size();
   if (const std::string* t = get_string(f, "tokenizer.chat_template")) m.chat_template = *t;

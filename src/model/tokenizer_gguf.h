@@ -40,8 +40,9 @@ struct GgufTokenizerMetadata {
   bool add_eos = false;            // tokenizer.ggml.add_eos_token (absent: false)
 };
 
-// Reads the keys above. A key of the wrong type, or an id outside tokenizer.ggml.tokens, is a
-// locr::Error (kInvalidArgument) naming the file and the key; absent keys stay unset.
+// Reads the keys above. A key of the wrong type, or an id outside tokenizer.ggml.tokens (or, in a
+// file without tokens, one of 2^24 or more), is a locr::Error (kInvalidArgument) naming the file
+// and the key; absent keys stay unset.
 GgufTokenizerMetadata read_gguf_tokenizer_metadata(const io::GgufFile& gguf);
 
 }  // namespace locr::model

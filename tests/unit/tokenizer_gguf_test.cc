@@ -236,6 +236,11 @@ class Builder {
     put(v);
     return *this;
   }
+  Builder& i32(const std::string& key, int32_t v) {
+    head(key, GgufValueType::kI32);
+    put(v);
+    return *this;
+  }
   Builder& strs(const std::string& key, const std::vector<std::string>& v) {
     head(key, GgufValueType::kArray);
     put(static_cast<uint32_t>(GgufValueType::kString));
@@ -400,6 +405,12 @@ TEST(TokenizerGguf, BadSpecialIdsAreClearErrors) {
                "tokenizer.chat_template must be a string, but it is uint32");
   expect_error([] { load_metadata(Meta().build().u32("tokenizer.ggml.add_bos_token", 1)); }, bad,
                "tokenizer.ggml.add_bos_token must be a bool");
+  expect_error([] { load_metadata(Builder().u32("tokenizer.ggml.eos_token_id", 1u << 30)); }, bad,
+               "tokenizer.ggml.eos_token_id = 1073741824 names no token (tokenizer.ggml.tokens has none)");
+  expect_error([] { load_metadata(Meta().build().i32("tokenizer.ggml.bos_token_id", -1)); }, bad,
+               "tokenizer.ggml.bos_token_id = -1 names no token");
+  // Without a vocabulary an id is taken as it is (a loader checks it against the embedding).
+  EXPECT_EQ(load_metadata(Builder().u32("tokenizer.ggml.eos_token_id", 7)).eos_id, std::optional<int32_t>(7));
   const GgufTokenizerMetadata m = load_metadata(Meta().build().u32("tokenizer.ggml.eos_token_id", 3));
   EXPECT_EQ(m.eos_id, std::optional<int32_t>(3));
   EXPECT_FALSE(m.pad_id.has_value());
