@@ -1,5 +1,6 @@
 // Byte-level BPE tokenizer loaded from tokenizer.json; see tokenizer.h. This file reads and
-// validates the configuration and runs the pipeline of `tokenizers`' TokenizerImpl::encode with
+// validates the configuration into TokenizerParts (tokenizer_parts.h; tokenizer_gguf.cc fills the
+// same from GGUF metadata) and runs the pipeline of `tokenizers`' TokenizerImpl::encode with
 // add_special_tokens=false: split on raw added tokens -> normalise each remaining piece (NFC) ->
 // split on normalised added tokens -> pre-tokenize (regex splits, byte-level mapping) -> BPE.
 // Decoding is the ByteLevel decoder. The pieces live in tokenizer_unicode, tokenizer_added,
@@ -17,9 +18,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
-#include "model/tokenizer_added.h"
-#include "model/tokenizer_bpe.h"
-#include "model/tokenizer_pretokenizer.h"
+#include "model/tokenizer_parts.h"
 #include "model/tokenizer_unicode.h"
 
 namespace locr::model {
@@ -27,15 +26,6 @@ namespace locr::model {
 namespace {
 
 using nlohmann::json;
-
-// A pre-tokenizer stage: a regex Split, or the final ByteLevel stage (optional prefix space,
-// optional GPT-2 regex split, then the byte-level mapping that BpeModel applies implicitly).
-struct PreTokenizerStep {
-  bool byte_level = false;
-  SplitRegex regex = SplitRegex::kGpt2;  // Split: its pattern; ByteLevel: used if use_regex
-  bool use_regex = false;
-  bool add_prefix_space = false;
-};
 
 // What the tokenizer needs to know about each id.
 struct IdInfo {
@@ -216,31 +206,82 @@ std::unique_ptr<BpeModel> parse_model(const json& root, const std::string& src) 
                                     where);
 }
 
+// Registers added tokens the way `tokenizers` does on load (AddedVocabulary::add_tokens): the
+// ids written in the file are not trusted; a token already in the vocabulary keeps that id,
+// others are numbered from the vocabulary size on. A repeated content takes the later properties.
+std::vector<AddedToken> parse_added_tokens(const json& root, const BpeModel& bpe, const std::string& src) {
+  std::unordered_map<int32_t, AddedToken> added;  // by id
+  std::vector<int32_t> order;
+  std::unordered_map<std::string, int32_t> by_content;
+  int32_t next_id = static_cast<int32_t>(bpe.vocab().size());
+  const json* list = member(root, "added_tokens");
+  if (list != nullptr && !list->is_array()) fail(ErrorKind::kInvalidArgument, src, ": added_tokens must be an array");
+  for (size_t i = 0; list != nullptr && i < list->size(); ++i) {
+    const json& t = (*list)[i];
+    const std::string where = str(src, ": added_tokens[", i, "]");
+    if (!t.is_object()) fail(ErrorKind::kInvalidArgument, where, " must be an object");
+    AddedToken tok;
+    tok.content = get_string(t, "content", where);
+    tok.special = get_bool(t, "special", false, where);
+    tok.single_word = get_bool(t, "single_word", false, where);
+    tok.lstrip = get_bool(t, "lstrip", false, where);
+    tok.rstrip = get_bool(t, "rstrip", false, where);
+    tok.normalized = get_bool(t, "normalized", !tok.special, where);
+    if (tok.content.empty()) continue;
+    if (const size_t bad = unicode::find_invalid_utf8(tok.content); bad != std::string::npos)
+      fail(ErrorKind::kInvalidArgument, where, ".content is not valid UTF-8");
+    if (auto it = by_content.find(tok.content); it != by_content.end()) {
+      tok.id = it->second;
+    } else if (auto v = bpe.vocab().find(tok.content); v != bpe.vocab().end()) {
+      tok.id = v->second;
+    } else {
+      tok.id = next_id++;
+    }
+    if (const json* id = member(t, "id"); id != nullptr && (!id->is_number_integer() || id->get<int64_t>() != tok.id))
+      LOCR_WARN(where, ": \"", tok.content, "\" declares id ", id->dump(), " but gets id ", tok.id,
+                " (as the tokenizers library assigns it)");
+    by_content[tok.content] = tok.id;
+    if (!added.count(tok.id)) order.push_back(tok.id);
+    added[tok.id] = tok;
+  }
+  std::vector<AddedToken> out;
+  out.reserve(order.size());
+  for (int32_t id : order) out.push_back(added[id]);
+  return out;
+}
+
+TokenizerParts parse_tokenizer_json(const std::string& text, const std::string& src) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(ErrorKind::kInvalidArgument, src, " is not valid JSON: ", e.what());
+  }
+  if (!root.is_object()) fail(ErrorKind::kInvalidArgument, src, " must hold a JSON object");
+
+  TokenizerParts parts;
+  parts.bpe = parse_model(root, src);
+  parts.nfc = parse_normalizer(root.value("normalizer", json()), src + ": normalizer");
+  const json pre = root.value("pre_tokenizer", json());
+  if (pre.is_null())
+    fail(ErrorKind::kUnsupported, src, ": pre_tokenizer is null; a ByteLevel pre-tokenizer is required");
+  parse_pre_tokenizer(pre, src + ": pre_tokenizer", &parts.steps);
+  const auto n_byte_level =
+      std::count_if(parts.steps.begin(), parts.steps.end(), [](const auto& s) { return s.byte_level; });
+  if (n_byte_level != 1 || !parts.steps.back().byte_level)
+    fail(ErrorKind::kUnsupported, src, ": pre_tokenizer must end with exactly one ByteLevel (got ", pre.dump().substr(0, 300), ")");
+  parse_decoder(root.value("decoder", json()), src + ": decoder");
+  parts.added = parse_added_tokens(root, *parts.bpe, src);
+  return parts;
+}
+
 // ---- the tokenizer ----
 
 class BpeTokenizer final : public Tokenizer {
  public:
-  BpeTokenizer(const std::string& text, const std::string& src) {
-    json root;
-    try {
-      root = json::parse(text);
-    } catch (const json::parse_error& e) {
-      fail(ErrorKind::kInvalidArgument, src, " is not valid JSON: ", e.what());
-    }
-    if (!root.is_object()) fail(ErrorKind::kInvalidArgument, src, " must hold a JSON object");
-
-    bpe_ = parse_model(root, src);
-    nfc_ = parse_normalizer(root.value("normalizer", json()), src + ": normalizer");
-    const json pre = root.value("pre_tokenizer", json());
-    if (pre.is_null())
-      fail(ErrorKind::kUnsupported, src, ": pre_tokenizer is null; a ByteLevel pre-tokenizer is required");
-    parse_pre_tokenizer(pre, src + ": pre_tokenizer", &steps_);
-    const auto n_byte_level = std::count_if(steps_.begin(), steps_.end(), [](const auto& s) { return s.byte_level; });
-    if (n_byte_level != 1 || !steps_.back().byte_level)
-      fail(ErrorKind::kUnsupported, src, ": pre_tokenizer must end with exactly one ByteLevel (got ", pre.dump().substr(0, 300), ")");
-    parse_decoder(root.value("decoder", json()), src + ": decoder");
-
-    build_ids(root, src);
+  explicit BpeTokenizer(TokenizerParts parts)
+      : bpe_(std::move(parts.bpe)), nfc_(parts.nfc), steps_(std::move(parts.steps)) {
+    build_ids(parts.added);
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
@@ -326,52 +367,15 @@ class BpeTokenizer final : public Tokenizer {
     for (std::string_view w : words) bpe_->encode_word(w, ids);
   }
 
-  // Registers added tokens the way `tokenizers` does on load (AddedVocabulary::add_tokens): the
-  // ids written in the file are not trusted; a token already in the vocabulary keeps that id,
-  // others are numbered from the vocabulary size on. Then fills the per-id table.
-  void build_ids(const json& root, const std::string& src) {
-    std::unordered_map<int32_t, AddedToken> added;  // by id
-    std::vector<int32_t> order;
-    std::unordered_map<std::string, int32_t> by_content;
-    int32_t next_id = static_cast<int32_t>(bpe_->vocab().size());
-    const json* list = member(root, "added_tokens");
-    if (list != nullptr && !list->is_array()) fail(ErrorKind::kInvalidArgument, src, ": added_tokens must be an array");
-    for (size_t i = 0; list != nullptr && i < list->size(); ++i) {
-      const json& t = (*list)[i];
-      const std::string where = str(src, ": added_tokens[", i, "]");
-      if (!t.is_object()) fail(ErrorKind::kInvalidArgument, where, " must be an object");
-      AddedToken tok;
-      tok.content = get_string(t, "content", where);
-      tok.special = get_bool(t, "special", false, where);
-      tok.single_word = get_bool(t, "single_word", false, where);
-      tok.lstrip = get_bool(t, "lstrip", false, where);
-      tok.rstrip = get_bool(t, "rstrip", false, where);
-      tok.normalized = get_bool(t, "normalized", !tok.special, where);
-      if (tok.content.empty()) continue;
-      if (const size_t bad = unicode::find_invalid_utf8(tok.content); bad != std::string::npos)
-        fail(ErrorKind::kInvalidArgument, where, ".content is not valid UTF-8");
-      if (auto it = by_content.find(tok.content); it != by_content.end()) {
-        tok.id = it->second;
-      } else if (auto v = bpe_->vocab().find(tok.content); v != bpe_->vocab().end()) {
-        tok.id = v->second;
-      } else {
-        tok.id = next_id++;
-      }
-      if (const json* id = member(t, "id"); id != nullptr && (!id->is_number_integer() || id->get<int64_t>() != tok.id))
-        LOCR_WARN(where, ": \"", tok.content, "\" declares id ", id->dump(), " but gets id ", tok.id,
-                  " (as the tokenizers library assigns it)");
-      by_content[tok.content] = tok.id;
-      if (!added.count(tok.id)) order.push_back(tok.id);
-      added[tok.id] = tok;  // a repeated content takes the later properties
-    }
-
+  // Fills the per-id table and the added-token splitters.
+  void build_ids(const std::vector<AddedToken>& added) {
     int32_t size = 0;
     for (const auto& [token, id] : bpe_->vocab()) size = std::max(size, id + 1);
-    for (const auto& [id, tok] : added) size = std::max(size, id + 1);
+    for (const AddedToken& tok : added) size = std::max(size, tok.id + 1);
     ids_.assign(static_cast<size_t>(size), IdInfo{});
 
     std::unordered_map<std::string, bool> special_contents;
-    for (const auto& [id, tok] : added)
+    for (const AddedToken& tok : added)
       if (tok.special) special_contents[tok.content] = true;
     auto set_info = [&](int32_t id, const std::string& token_string) {
       IdInfo& info = ids_[id];
@@ -380,14 +384,13 @@ class BpeTokenizer final : public Tokenizer {
       info.skip_special = special_contents.count(token_string) > 0;
     };
     for (const auto& [token, id] : bpe_->vocab()) set_info(id, token);
-    for (int32_t id : order) {
-      const AddedToken& tok = added[id];
+    for (const AddedToken& tok : added) {
       // A normalised token is matched, and decoded, in its normalised form.
       std::string form = tok.normalized && nfc_ ? unicode::nfc(tok.content) : tok.content;
-      set_info(id, form);
-      ids_[id].special = tok.special;
+      set_info(tok.id, form);
+      ids_[tok.id].special = tok.special;
       (tok.normalized ? normalized_tokens_ : raw_tokens_).add(tok, form);
-      added_by_content_[tok.content] = id;
+      added_by_content_[tok.content] = tok.id;
     }
   }
 
@@ -402,12 +405,24 @@ class BpeTokenizer final : public Tokenizer {
 
 }  // namespace
 
+std::vector<PreTokenizerStep> qwen2_pre_tokenizer() {
+  PreTokenizerStep split;
+  split.regex = SplitRegex::kQwen2;
+  PreTokenizerStep byte_level;
+  byte_level.byte_level = true;
+  return {split, byte_level};
+}
+
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(TokenizerParts parts) {
+  return std::make_unique<BpeTokenizer>(std::move(parts));
+}
+
 std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& tokenizer_json) {
-  return std::make_unique<BpeTokenizer>(tokenizer_json, "tokenizer.json");
+  return make_bpe_tokenizer(parse_tokenizer_json(tokenizer_json, "tokenizer.json"));
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path) {
-  return std::make_unique<BpeTokenizer>(io::read_file(path), path);
+  return make_bpe_tokenizer(parse_tokenizer_json(io::read_file(path), path));
 }
 
 }  // namespace locr::model

@@ -1,4 +1,5 @@
-// Byte-level BPE tokenizer loaded from a Hugging Face `tokenizer.json` (Qwen2 style):
+// Byte-level BPE tokenizer loaded from a Hugging Face `tokenizer.json` (Qwen2 style), or from the
+// tokenizer.ggml.* metadata llama.cpp's converter writes into a GGUF file (tokenizer_gguf.h):
 // NFC normalisation, Qwen2's pre-tokenizer regex, byte-level alphabet, ranked merges,
 // added/special tokens matched before BPE. Mirrors the Python `tokenizers` library: ids are
 // checked against it on the real Qwen vocabulary (tests/unit/tokenizer_test.cc). Also accepts
@@ -12,6 +13,10 @@
 #include <string_view>
 #include <vector>
 
+namespace locr::io {
+class GgufFile;
+}
+
 namespace locr::model {
 
 class Tokenizer {
@@ -19,6 +24,10 @@ class Tokenizer {
   // Parses tokenizer.json text. Throws locr::Error with a clear message on malformed input.
   static std::unique_ptr<Tokenizer> from_json(const std::string& tokenizer_json);
   static std::unique_ptr<Tokenizer> from_file(const std::string& path);
+  // Builds the same tokenizer from a GGUF file's tokenizer.ggml.* metadata (model "gpt2", pre
+  // "qwen2"); see tokenizer_gguf.h for what is read and how it maps. Throws locr::Error naming
+  // the file and key when the metadata is missing, malformed or of a kind locr does not support.
+  static std::unique_ptr<Tokenizer> from_gguf(const io::GgufFile& gguf);
   virtual ~Tokenizer() = default;
 
   // Text -> ids. Added/special tokens in the text are recognised (as `tokenizers` does with

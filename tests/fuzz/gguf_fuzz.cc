@@ -1,6 +1,8 @@
 // The GGUF reader (io/gguf.cc) over any bytes: it parses or throws locr::Error with a message;
 // what it parses is consistent (every tensor's bytes inside the input, of the size its type and
 // shape give, offsets aligned), and dequantizing a parsed tensor of a type it reads does not fault.
+// What parses is also handed to the GGUF tokenizer (model/tokenizer_gguf.h): it builds or throws
+// locr::Error, and what it builds encodes and decodes without faulting.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -8,6 +10,8 @@
 #include "core/error.h"
 #include "fuzz_util.h"
 #include "io/gguf.h"
+#include "model/tokenizer.h"
+#include "model/tokenizer_gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace locr::io;
@@ -32,6 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::vector<float> v = f->dequantize(t);
       LOCR_FUZZ_CHECK(v.size() == static_cast<size_t>(t.elements));
     }
+  }
+  try {
+    (void)locr::model::read_gguf_tokenizer_metadata(*f);
+    const auto tok = locr::model::Tokenizer::from_gguf(*f);
+    const std::vector<int32_t> ids = tok->encode("Hello <|im_end|> w\xC3\xB6rld 12");
+    for (int32_t id : ids) LOCR_FUZZ_CHECK(tok->has_id(id));
+    (void)tok->decode(ids, true);
+  } catch (const locr::Error& e) {
+    LOCR_FUZZ_CHECK(e.what()[0] != '\0');
   }
   return 0;
 }
