@@ -105,6 +105,39 @@ TEST(GgufModel, UnpermuteRowsInvertsTheConvertersPermutation) {
   EXPECT_EQ(unpermute_rows(2, 4), (std::vector<int64_t>{0, 2, 1, 3, 4, 6, 5, 7}));
 }
 
+TEST(GgufModel, BindDequantizesEveryQuantizedTypeAsGgufsNumPyReference) {
+  // types.gguf / expected.gguf: one tensor of each type and gguf's NumPy dequantization of it.
+  const auto types = io::GgufFile::open(kFix + "/gguf/types.gguf");
+  const auto expected = io::GgufFile::open(kFix + "/gguf/expected.gguf");
+  int checked = 0;
+  for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"}) {
+    SCOPED_TRACE(name);
+    const io::GgufTensor& t = *types->find(name);
+    const std::vector<float> want = expected->dequantize(*expected->find(name));
+    const int64_t rows = t.ne[1], cols = t.ne[0];
+    const Matrix f = bind_gguf_matrix(types, t, rows, cols, DType::kF32);
+    const Matrix b = bind_gguf_matrix(types, t, rows, cols, DType::kBF16);
+    // Rows reversed through row_of (as the vision q/k unpermutation does).
+    std::vector<int64_t> rev(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) rev[r] = rows - 1 - r;
+    const Matrix p = bind_gguf_matrix(types, t, rows, cols, DType::kF32, &rev);
+    const bool plain = std::string(name) == "f32" || std::string(name) == "f16" || std::string(name) == "bf16";
+    EXPECT_EQ(b.dtype, plain ? f.dtype : DType::kBF16);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const float w = want[r * cols + c];
+        ASSERT_EQ(f.at(r, c), w) << r << "," << c;
+        ASSERT_EQ(b.at(r, c), plain ? w : bf16_to_f32(f32_to_bf16(w))) << r << "," << c;
+        ASSERT_EQ(p.at(rows - 1 - r, c), w) << r << "," << c;
+      }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 11);
+  // Plain types point into the file; the others are a buffer of their own.
+  EXPECT_EQ(bind_gguf_matrix(types, *types->find("f16"), 3, 64, DType::kF32).data, types->data(*types->find("f16")).data());
+  EXPECT_THROW(bind_gguf_matrix(types, *types->find("q3_k"), 2, 512, DType::kF32), Error);
+}
+
 TEST(GgufModel, ConfigAndPreprocessingFromTheMetadata) {
   const auto g = load_gguf("tiny_a-f32.gguf", "mmproj-tiny_a-f32.gguf", "ref");
   const auto d = load_dir(kDir, "ref");
