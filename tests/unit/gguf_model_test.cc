@@ -382,6 +382,19 @@ TEST(GgufModel, BadArchitectureProjectorAndMissingTensorsAreNamed) {
   p = patched(gguf("tiny_a-f32.gguf"), "blk.1.ffn_up.weight", "blk.1.ffn_uq.weight", "tensor");
   e = error_of([&] { LightOnOcr::load(p, lo); });
   EXPECT_NE(e.find("missing tensor 'blk.1.ffn_up.weight'"), std::string::npos) << e;
+  // A shape that disagrees with the metadata: qwen3.feed_forward_length (u32) 128 -> 96.
+  const std::string ffn = "qwen3.feed_forward_length";
+  p = patched(gguf("tiny_a-f32.gguf"), ffn + std::string("\x04\x00\x00\x00\x80\x00\x00\x00", 8),
+              ffn + std::string("\x04\x00\x00\x00\x60\x00\x00\x00", 8), "shape");
+  e = error_of([&] { LightOnOcr::load(p, lo); });
+  EXPECT_NE(e.find("tensor 'blk.0.ffn_gate.weight' has shape [128, 64], expected [96, 64]"), std::string::npos) << e;
+  // An mmproj of another width than the text model: clip.vision.projection_dim (u32) 64 -> 32.
+  const std::string pd = "clip.vision.projection_dim";
+  lo.mmproj = patched(gguf("mmproj-tiny_a-f32.gguf"), pd + std::string("\x04\x00\x00\x00\x40\x00\x00\x00", 8),
+                      pd + std::string("\x04\x00\x00\x00\x20\x00\x00\x00", 8), "projdim");
+  e = error_of([&] { LightOnOcr::load(gguf("tiny_a-f32.gguf"), lo); });
+  EXPECT_NE(e.find("clip.vision.projection_dim 32 differs from the text model's embedding_length 64"),
+            std::string::npos) << e;
   // Projector type other than lightonocr.
   lo.mmproj = patched(gguf("mmproj-tiny_a-f32.gguf"), "lightonocr", "lightonocX", "proj");
   e = error_of([&] { LightOnOcr::load(gguf("tiny_a-f32.gguf"), lo); });
