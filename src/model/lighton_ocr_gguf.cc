@@ -79,6 +79,11 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   LOCR_INFO("gguf: no generation_config in GGUF: sampling from general.sampling.* where present, else LightOnOCR-2's "
             "defaults (temperature 0.2, top_p 0.9, top_k 0); eos ids from tokenizer.ggml.eos_token_id and <|endoftext|>");
   m->proc_config_ = gguf_processor_config(ck, opts.image_align);
+  if (ck.mmproj)
+    LOCR_INFO("gguf: preprocessing from the mmproj: longest edge ", m->proc_config_.longest_edge,
+              " (clip.vision.image_size), patch ", m->proc_config_.patch_size, ", mean/std; not in GGUF, LightOnOCR's "
+              "defaults: rescale 1/255, HF's resize (never upscale), vision RoPE theta 1e4, projector norm eps = the "
+              "text rms_norm_eps");
   if (ck.mmproj && m->proc_config_.patch_size != m->config_.vision.patch_size)
     fail(ErrorKind::kInvalidArgument, "processor patch_size ", m->proc_config_.patch_size,
          " differs from the vision encoder's ", m->config_.vision.patch_size);

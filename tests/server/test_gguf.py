@@ -1,5 +1,7 @@
 """`locr serve TEXT.gguf --mmproj MMPROJ.gguf`, as llama-server takes the community's LightOnOCR GGUFs
 (fixtures: llama.cpp's own converter on tiny_a, tests/fixtures/gguf/models/)."""
+import base64
+
 import pytest
 
 from conftest import FIXTURES, IMAGES, MODEL, Server, data_url, greedy
@@ -54,6 +56,11 @@ def test_text_gguf_without_mmproj_serves_text_and_refuses_images():
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert "--mmproj" in err["message"] and "no vision encoder" in err["message"]
+        # /v1/ocr too (its pages are images).
+        doc = base64.b64encode((IMAGES / "page_small.png").read_bytes()).decode()
+        r = s.post("/v1/ocr", {"document": doc, **greedy()})
+        assert r.status_code == 400, r.text
+        assert "no vision encoder" in r.json()["error"]["message"]
         # The server is still up.
         assert s.get("/health").status_code == 200
     finally:
