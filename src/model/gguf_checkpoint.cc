@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/file.h"
 
 namespace locr::model {
 
@@ -262,6 +263,8 @@ Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::Ggu
       for (int64_t c = 0; c < cols; ++c) d[c] = f32_to_bf16(tmp[c]);
     }
   }
+  // The file's pages of this tensor are not read again: hand them back (advisory).
+  io::release_pages(bytes.data(), bytes.size());
   return Matrix::from_tensor(out);
 }
 
@@ -270,7 +273,8 @@ namespace {
 // Binds the tensors of one GGUF by name, as weights.cc's Binder does for safetensors.
 class GgufBinder {
  public:
-  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to) : f_(std::move(f)), to_(dequantize_to) {}
+  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to, kernels::Ops* pack)
+      : f_(std::move(f)), to_(dequantize_to), pack_(pack) {}
 
   Matrix get(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>* row_of = nullptr) {
     const io::GgufTensor* t = f_->find(name);
@@ -294,10 +298,22 @@ class GgufBinder {
     used_.insert(name);
     const int64_t rows = shape.size() == 1 ? 1 : shape[0];
     const int64_t cols = shape.size() == 1 ? shape[0] : shape[1];
-    return bind_gguf_matrix(f_, *t, rows, cols, to_, row_of);
+    Matrix m = bind_gguf_matrix(f_, *t, rows, cols, to_, row_of);
+    // A buffer of our own (dequantized or permuted) feeding a matmul: packed now and dropped, so
+    // that the load never holds all of them and all the packed copies at once. (The embedding
+    // table is gathered from, not packed; mapped tensors are packed by the model afterwards.)
+    if (pack_ && shape.size() == 2 && name != "token_embd.weight" && m.data != bytes_of(*t)) {
+      pack_->prepare(m);
+      if (m.packed) {
+        m.data = nullptr;
+        m.holder.reset();
+      }
+    }
+    return m;
   }
   Matrix vec(const std::string& name, int64_t n) { return get(name, {n}); }
   bool has(const std::string& name) const { return f_->find(name) != nullptr; }
+  const void* bytes_of(const io::GgufTensor& t) const { return f_->data(t).data(); }
 
   // Every tensor of the file is read: one that no code reads would compute something else than
   // the file describes. Then the one notice about dequantized tensors.
@@ -328,19 +344,21 @@ class GgufBinder {
  private:
   std::shared_ptr<io::GgufFile> f_;
   DType to_;
+  kernels::Ops* pack_;
   std::unordered_set<std::string> used_;
   std::map<std::string, int> quantized_;
 };
 
 }  // namespace
 
-ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to) {
+ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to,
+                               kernels::Ops* pack) {
   if (dequantize_to != DType::kF32 && dequantize_to != DType::kBF16)
     fail(ErrorKind::kInvalidArgument, "quantized GGUF tensors dequantize to F32 or BF16, not ", dtype_name(dequantize_to));
   ModelWeights w;
   const TextConfig& t = cfg.text;
   const int64_t H = t.hidden_size, hd = t.head_dim;
-  GgufBinder b(ck.text, dequantize_to);
+  GgufBinder b(ck.text, dequantize_to, pack);
   w.text.embed_tokens = b.get("token_embd.weight", {t.vocab_size, H});
   for (int i = 0; i < t.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -364,7 +382,7 @@ ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg,
 
   w.has_vision = ck.mmproj != nullptr;
   if (!w.has_vision) return w;
-  GgufBinder vb(ck.mmproj, dequantize_to);
+  GgufBinder vb(ck.mmproj, dequantize_to, pack);
   const VisionConfig& v = cfg.vision;
   const int64_t V = v.hidden_size, p = v.patch_size;
   const int64_t A = static_cast<int64_t>(v.num_attention_heads) * v.head_dim;

@@ -48,8 +48,12 @@ std::string gguf_chat_template(const io::GgufFile& text);
 
 // Binds and shape-checks every tensor of both files into ModelWeights (has_vision = false without
 // an mmproj). Missing tensors, wrong shapes and tensors no code reads are errors naming them, as
-// load_weights. `dequantize_to` (F32 or BF16) is the type quantized tensors are expanded to.
-ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to);
+// load_weights. `dequantize_to` (F32 or BF16) is the type quantized tensors are expanded to. With
+// `pack`, each matmul weight held in a buffer of its own (dequantized, or the permuted vision q/k)
+// is packed by that backend as it is bound and the buffer dropped (its `data` is then null): the
+// load never holds two copies of every weight.
+ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to,
+                               kernels::Ops* pack = nullptr);
 
 // The one place a GGUF tensor becomes a Matrix [rows, cols]: F32, F16 and BF16 point into the
 // mapped file; any other type is dequantized to `dequantize_to` into a buffer the Matrix owns.

@@ -38,7 +38,7 @@ json token_string(const json& v) {
 void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
   auto prep = [&](Matrix& m) {
     ops.prepare(m);
-    if (m.packed) io::release_pages(m.data, static_cast<size_t>(m.rows * m.cols) * dtype_size(m.dtype));
+    if (m.packed && m.data) io::release_pages(m.data, static_cast<size_t>(m.rows * m.cols) * dtype_size(m.dtype));
   };
   for (auto& L : w.text.layers)
     for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) prep(*m);
@@ -138,7 +138,7 @@ void LightOnOcr::make_parts(const LoadOptions& opts) {
   const bool cuda = opts.backend == "cuda";
   // With "cuda" the weights are converted and uploaded by the CUDA executor; the host keeps the
   // unpacked checkpoint views (the CPU kernels only serve host-side helpers such as embed).
-  ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
+  if (!ops_) ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
   if (!cuda) prepare_weights(weights_, *ops_);
   decoder_ = std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_);
   encoder_ = std::make_unique<VisionEncoder>(config_.vision, weights_.vision, *ops_);

@@ -109,7 +109,9 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   // paths (ref, cpu-f32: the same numbers as the dequantized reference), BF16 otherwise (what
   // cpu-bf16 and CUDA would round the weights to when packing them).
   const DType deq = opts.backend == "ref" || opts.backend == "cpu-f32" ? DType::kF32 : DType::kBF16;
-  m->weights_ = load_gguf_weights(ck, m->config_, deq);
+  // The kernels first: the weights in buffers of their own are packed as they are bound.
+  m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
+  m->weights_ = load_gguf_weights(ck, m->config_, deq, cuda ? nullptr : m->ops_.get());
   m->make_parts(opts);
   return m;
 }

@@ -315,7 +315,15 @@ TEST(GgufModel, Q8_0GgufEqualsTheDequantizedReference) {
     // cpu-bf16: dequantized to BF16. Its matmuls round F32 weights to BF16 when packing, so they
     // see the same numbers; the embedding rows (gathered, not packed) are BF16-rounded here and
     // F32 in the reference, hence a tolerance.
-    const Outputs g = run_case(*load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", "cpu-bf16"));
+    const auto q8 = load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", "cpu-bf16");
+    // The dequantized buffers were packed as they were bound and dropped; the embedding table stays.
+    const TextLayerWeights& L0 = q8->weights().text.layers[0];
+    EXPECT_EQ(L0.q_proj.data, nullptr);
+    EXPECT_NE(L0.q_proj.packed, nullptr);
+    EXPECT_NE(q8->weights().text.embed_tokens.data, nullptr);
+    EXPECT_EQ(q8->weights().vision.layers[0].q_proj.data, nullptr);  // the unpermuted copy, packed
+    EXPECT_NE(q8->weights().vision.layers[0].v_proj.data, nullptr);  // mapped, packed by the model
+    const Outputs g = run_case(*q8);
     const Outputs r = run_case(*load_dir(deq, "cpu-bf16"));
     const double d = max_abs_diff(g.logits, r.logits);
     std::printf("[gguf] tiny_a-q8_0 on cpu-bf16 (BF16 dequantized) vs the dequantized checkpoint on cpu-bf16: "
