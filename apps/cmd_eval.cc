@@ -55,6 +55,7 @@ std::vector<Captured> run_backend(const std::string& dir, const std::string& bac
   lo.quantization = quantization;
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
+  lo.mmproj = a.get("mmproj");
   LOCR_INFO("eval: loading ", dir, " on backend ", backend);
   auto m = model::LightOnOcr::load(dir, lo);
   std::vector<Captured> out;
@@ -109,7 +110,9 @@ int cmd_eval(int argc, char** argv) {
          "Compare a kernel backend's logits, hidden states and image embeddings with the FP32 reference\n"
          "backend on built-in text prompts and synthetic page images (plus any --prompt/--image).\n"
          "Exit status 1 when a tensor fails the thresholds.");
-  a.option("model", "model directory, or ORG/NAME from the Hugging Face cache (pulled when missing)", "DIR");
+  a.option("model", "model directory, ORG/NAME from the Hugging Face cache (pulled when missing), or a text GGUF",
+           "DIR");
+  a.option("mmproj", "with a text GGUF --model: its mmproj GGUF", "FILE");
   a.option("output", "JSON report (default accuracy_result.json)", "FILE");
   a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref, cuda (GPU executor)", "NAME");
   a.option("reference", "reference backend (default cpu-f32)", "NAME");
@@ -125,7 +128,7 @@ int cmd_eval(int argc, char** argv) {
   a.option("perturb-candidate", "(testing) add N(0, SCALE^2) noise to every candidate tensor", "SCALE");
   if (!a.parse(argc, argv)) return 0;
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
-  const std::string dir = tools::resolve_model(a.get("model"));
+  const std::string dir = model_path(a.get("model"));
   const std::string cand = a.get("candidate", "cpu-bf16"), ref = a.get("reference", "cpu-f32");
   tools::Thresholds th;
   th.max_abs_error = a.get_double("max-abs-error", 1.0);

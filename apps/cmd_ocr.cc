@@ -71,7 +71,7 @@ class LocalBackend : public Backend {
   LocalBackend(const Args& a) : threshold_(confidence_threshold(a)) {
     model_ = load_model(a);
     forced_ = forced_output_ids(a, *model_);
-    dir_ = tools::resolve_model(a.get("model"));
+    dir_ = model_path(a.get("model"));
     runtime::EngineOptions eo;
     const int model_max = model_->config().text.max_position_embeddings;
     eo.max_model_len = a.get_int("max-model-len", model_max);

@@ -101,8 +101,11 @@ std::string chat_template_file(const std::string& value) {
 }
 
 void declare(Args& a) {
-  a.positional("MODEL", "model directory (Hugging Face layout: config.json, *.safetensors, tokenizer.json, ...)", false);
-  a.option("model", "model directory (alternative to the positional MODEL)", "DIR");
+  a.positional("MODEL", "model directory (Hugging Face layout: config.json, *.safetensors, tokenizer.json, ...) or a "
+               "text GGUF (TEXT.gguf, as llama-server takes it)", false);
+  a.option("model", "model directory or text GGUF (alternative to the positional MODEL)", "DIR");
+  a.option("mmproj", "with a text GGUF: its mmproj GGUF (vision encoder + projector); without it images are refused",
+           "FILE");
   a.option("host", "address to listen on (default 0.0.0.0)", "ADDR");
   a.option("port", "port to listen on (default 8000; 0 picks a free one)", "N");
   a.values("served-model-name", "name(s) clients use in 'model' (default: MODEL as given)", "NAME");
@@ -298,8 +301,11 @@ int cmd_serve(int argc, char** argv) {
   if (spec.empty()) fail(ErrorKind::kInvalidArgument, "give the model: locr serve MODEL (a directory or a hub repo id)");
   // A directory as is; ORG/NAME (as vllm serve takes it) from the Hugging Face cache, pulled when
   // missing (HF_HUB_OFFLINE=1: the cache only), as `locr ocr --model` and `locr pull` do.
-  const std::string dir = tools::looks_like_repo_id(spec) ? tools::resolve_model(spec) : spec;
-  if (!std::filesystem::is_directory(dir))
+  // A text GGUF (`*.gguf`, not a directory) is loaded as it is (LightOnOcr::load names a missing file).
+  const bool gguf = spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".gguf") == 0 &&
+                    !std::filesystem::is_directory(spec);
+  const std::string dir = gguf || !tools::looks_like_repo_id(spec) ? spec : tools::resolve_model(spec);
+  if (!gguf && !std::filesystem::is_directory(dir))
     fail(ErrorKind::kNotFound, "model directory '", dir, "' does not exist (give a model directory or a hub repo id "
                                                          "ORG/NAME)");
   if (a.has("tokenizer") && a.get("tokenizer") != spec &&
@@ -425,6 +431,7 @@ int cmd_serve(int argc, char** argv) {
   lo.image_align = a.get_int("image-align", 28);
   lo.quantization = quantization;
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
+  lo.mmproj = a.get("mmproj");
   auto model = model::LightOnOcr::load(dir, lo);
   so.debug_forced_ids = forced_output_ids(a, *model);
   if (lo.chat_template_file != a.get("chat-template")) std::filesystem::remove(lo.chat_template_file);  // inline text

@@ -10,7 +10,9 @@
 namespace locr::app {
 
 void add_model_options(Args& a) {
-  a.option("model", "Hugging Face model directory, or ORG/NAME from the HF cache (pulled when missing)", "DIR");
+  a.option("model", "Hugging Face model directory, ORG/NAME from the HF cache (pulled when missing), or a text GGUF "
+                    "(TEXT.gguf, with --mmproj)", "DIR");
+  a.option("mmproj", "with a text GGUF --model: its mmproj GGUF (vision encoder + projector)", "FILE");
   a.option("threads", "worker threads (default: physical cores)", "N");
   a.option("dtype", "compute precision: bf16 (default; BF16 matmul inputs, FP32 accumulation) or f32", "TYPE");
   a.option("backend", "kernel backend, overriding --dtype: cpu-bf16, cpu-f32, ref (scalar oracle), cuda (NVIDIA GPU; "
@@ -47,8 +49,17 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
   lo.quantization = a.get("quantization");
+  lo.mmproj = a.get("mmproj");
+  return model::LightOnOcr::load(model_path(a.get("model")), lo);
+}
+
+bool is_gguf_path(const std::string& spec) {
+  return spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".gguf") == 0;
+}
+
+std::string model_path(const std::string& spec) {
   // ORG/NAME resolves to the Hugging Face cache snapshot (pulled when missing).
-  return model::LightOnOcr::load(tools::resolve_model(a.get("model")), lo);
+  return is_gguf_path(spec) ? spec : tools::resolve_model(spec);
 }
 
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {

@@ -39,11 +39,12 @@ json token_string(const json& v) {
 void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
   auto prep = [&](Matrix& m) {
     ops.prepare(m);
-    if (m.packed) io::release_pages(m.data, static_cast<size_t>(m.rows * m.cols) * dtype_size(m.dtype));
+    if (m.packed && m.data) io::release_pages(m.data, static_cast<size_t>(m.rows * m.cols) * dtype_size(m.dtype));
   };
   for (auto& L : w.text.layers)
     for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) prep(*m);
   prep(w.text.lm_head);
+  if (!w.has_vision) return;
   prep(w.vision.patch_conv);
   for (auto& L : w.vision.layers)
     for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) prep(*m);
@@ -73,13 +74,18 @@ ProcessorConfig load_processor_config(const std::string& dir, int align) {
       for (int c = 0; c < 3; ++c) pc.image_mean[c] = ip["image_mean"][c].get<float>();
     if (ip.contains("image_std") && ip["image_std"].size() == 3)
       for (int c = 0; c < 3; ++c) pc.image_std[c] = ip["image_std"][c].get<float>();
-    if (ip.contains("rescale_factor")) pc.rescale_factor = ip["rescale_factor"].get<float>();
+    if (ip.contains("rescale_factor")) pc.rescale_factor = ip["rescale_factor"].get<double>();  // 1 / it = 255 exactly
     break;
   }
   return pc;
 }
 
 std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadOptions& opts) {
+  if (dir.size() > 5 && dir.compare(dir.size() - 5, 5, ".gguf") == 0 && !io::is_directory(dir))
+    return load_gguf(dir, opts);
+  if (!opts.mmproj.empty())
+    fail(ErrorKind::kInvalidArgument, "--mmproj ", opts.mmproj, " goes with a text GGUF model (TEXT.gguf), not with "
+         "the model directory ", dir);
   if (!io::is_directory(dir))
     fail(ErrorKind::kNotFound, "model directory not found: ", dir,
          " (download one, e.g. lightonai/LightOnOCR-2-1B, and pass its path)");
@@ -125,18 +131,29 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
 
   m->tensors_ = io::SafetensorsSet::open_dir(dir);
   m->weights_ = load_weights(m->tensors_, m->config_);
+  m->make_parts(opts);
+  return m;
+}
+
+void LightOnOcr::make_parts(const LoadOptions& opts) {
+  const bool cuda = opts.backend == "cuda";
   if (!opts.quantization.empty()) {
     if (cuda) fail(ErrorKind::kUnsupported, "--quantization ", opts.quantization, " runs on the CPU backends only");
-    quantize_weights(m->weights_, opts.quantization);
+    quantize_weights(weights_, opts.quantization);
   }
   // With "cuda" the weights are converted and uploaded by the CUDA executor; the host keeps the
   // unpacked checkpoint views (the CPU kernels only serve host-side helpers such as embed).
-  m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
-  if (!cuda) prepare_weights(m->weights_, *m->ops_);
-  m->decoder_ = std::make_unique<TextDecoder>(m->config_.text, m->weights_.text, *m->ops_);
-  m->encoder_ = std::make_unique<VisionEncoder>(m->config_.vision, m->weights_.vision, *m->ops_);
-  m->projector_ = std::make_unique<Projector>(m->config_, m->weights_.projector, *m->ops_);
-  return m;
+  if (!ops_) ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
+  if (!cuda) prepare_weights(weights_, *ops_);
+  decoder_ = std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_);
+  encoder_ = std::make_unique<VisionEncoder>(config_.vision, weights_.vision, *ops_);
+  projector_ = std::make_unique<Projector>(config_, weights_.projector, *ops_);
+}
+
+void LightOnOcr::check_has_vision() const {
+  if (!weights_.has_vision)
+    fail(ErrorKind::kInvalidArgument, "this model has no vision encoder (a text GGUF loaded without --mmproj): "
+         "image inputs need the model's mmproj GGUF, given with --mmproj");
 }
 
 json LightOnOcr::make_messages(const std::string* system, const std::string* prompt, int n_images) {
@@ -165,6 +182,7 @@ RenderedChat LightOnOcr::render_chat(const json& messages) const {
 }
 
 int LightOnOcr::image_tokens(int height, int width) const {
+  check_has_vision();
   return image_token_count(height, width, proc_config_, config_.spatial_merge_size);
 }
 
@@ -179,6 +197,7 @@ Prompt LightOnOcr::build_prompt(RenderedChat chat, const std::vector<io::Image>&
   if (chat.n_images != images.size())
     fail(ErrorKind::kInvalidArgument, "the prompt has ", chat.n_images, " image placeholder(s) but ", images.size(),
          " image(s) were given");
+  if (!images.empty()) check_has_vision();
   size_t next = 0;
   for (int32_t id : chat.ids) {
     if (id != image_id) {
@@ -207,6 +226,7 @@ std::vector<float> LightOnOcr::vision_patches(const std::vector<ProcessedImage>&
 ImageEncoding LightOnOcr::encode_images(const std::vector<ProcessedImage>& images) const {
   ImageEncoding enc;
   if (images.empty()) return enc;
+  check_has_vision();
   std::vector<ImageGrid> grids;
   const std::vector<float> patches = vision_patches(images, &grids);
   enc.vision_hidden = encoder_->forward(patches.data(), grids);

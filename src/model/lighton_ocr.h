@@ -1,5 +1,6 @@
 // LightOnOCR: the whole model loaded from a Hugging Face model directory — config, weights,
-// tokenizer, chat template, generation and processor configs — and the steps that turn a chat
+// tokenizer, chat template, generation and processor configs — or from llama.cpp's GGUF files
+// (a text `.gguf` plus an optional `mmproj`, model/gguf_checkpoint.h), and the steps that turn a chat
 // request into decoder input: prompt rendering and tokenisation with image-token expansion,
 // image encoding (Pixtral + projector) and the embedding merge.
 //
@@ -32,6 +33,8 @@ struct LoadOptions {
   std::string chat_template_file;   // overrides the model's template when set
   int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
   std::string quantization;         // "" (the checkpoint's dtype) or "q8_0" (model/quantize_weights.h)
+  std::string mmproj;               // with a text GGUF model: the mmproj GGUF (vision + projector);
+                                    // empty: a text-only model (images are refused)
 };
 
 // A tokenised prompt with its preprocessed images, in prompt order.
@@ -55,13 +58,16 @@ struct ImageEncoding {
 
 class LightOnOcr {
  public:
-  static std::unique_ptr<LightOnOcr> load(const std::string& dir, const LoadOptions& opts = {});
+  // `path`: a model directory, or a text GGUF file (`*.gguf`) with opts.mmproj.
+  static std::unique_ptr<LightOnOcr> load(const std::string& path, const LoadOptions& opts = {});
 
   const ModelConfig& config() const { return config_; }
   const GenerationConfig& generation_config() const { return gen_config_; }
   const ProcessorConfig& processor_config() const { return proc_config_; }
   // Which checkpoint this is (model/variant.h): what its output can carry (figure boxes, grounding).
   const ModelVariant& variant() const { return variant_; }
+  // False for a text GGUF loaded without an mmproj: image inputs are refused (kInvalidArgument).
+  bool has_vision() const { return weights_.has_vision; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ChatTemplate& chat_template() const { return *template_; }
   kernels::Ops& ops() { return *ops_; }
@@ -95,11 +101,15 @@ class LightOnOcr {
 
  private:
   LightOnOcr() = default;
+  static std::unique_ptr<LightOnOcr> load_gguf(const std::string& path, const LoadOptions& opts);
+  // After config and weights: the kernels (weights packed) and the model's parts.
+  void make_parts(const LoadOptions& opts);
+  void check_has_vision() const;
   ModelConfig config_;
   GenerationConfig gen_config_;
   ProcessorConfig proc_config_;
   ModelVariant variant_;
-  io::SafetensorsSet tensors_;
+  io::SafetensorsSet tensors_;  // (a GGUF model's files are held by its weights' Matrix holders)
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> template_;

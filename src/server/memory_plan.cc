@@ -49,6 +49,7 @@ int64_t mem_total_bytes() {
 int64_t weight_bytes(const std::string& model_dir) {
   int64_t total = 0;
   std::error_code ec;
+  if (std::filesystem::is_regular_file(model_dir, ec)) return static_cast<int64_t>(std::filesystem::file_size(model_dir, ec));
   for (const auto& e : std::filesystem::directory_iterator(model_dir, ec))
     if (e.is_regular_file() && e.path().extension() == ".safetensors") total += static_cast<int64_t>(e.file_size());
   return total;

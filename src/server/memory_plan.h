@@ -27,7 +27,7 @@ struct MemoryPlan {
 int64_t parse_size(const std::string& s, const std::string& what);
 
 int64_t mem_total_bytes();                        // /proc/meminfo MemTotal
-int64_t weight_bytes(const std::string& model_dir);  // sum of *.safetensors sizes
+int64_t weight_bytes(const std::string& model_dir);  // sum of *.safetensors sizes (a GGUF file: its size)
 int64_t activation_estimate(const model::ModelConfig& cfg, const runtime::EngineOptions& opts);
 
 // kv_cache_memory >= 0 wins; else utilization in (0, 1].

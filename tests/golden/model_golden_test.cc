@@ -3,6 +3,8 @@
 // tools/reference/make_fixtures.py). Tolerances from the issue: hidden states, logits, vision
 // output and image embeddings with cosine >= 0.99999 and max abs error <= 1e-4; ids exact;
 // pixel values within 1/255 after un-normalising on >= 99.9% of values, exact without resize.
+// tiny_a's cases run once more from its F32 GGUF files (llama.cpp's converter's output,
+// tests/fixtures/gguf/models/): the same weights, so the same tolerances and the same greedy ids.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -23,6 +25,7 @@ namespace {
 
 struct Case {
   std::string model_dir, json_path, ref_path, name, backend;
+  std::string mmproj;  // set: model_dir is a text GGUF and this its mmproj
 };
 
 // The FP32 paths: the scalar oracle and the fast CPU kernels in FP32.
@@ -48,6 +51,15 @@ std::vector<Case> discover() {
         kb.backend = b;
         kb.name += std::string("__") + (b[0] == 'r' ? "ref" : "cpu_f32");
         cases.push_back(kb);
+      }
+      if (m.path().filename() == "tiny_a") {
+        const fs::path g = fs::path(LOCR_FIXTURES_DIR) / "gguf" / "models";
+        Case kg = k;
+        kg.model_dir = (g / "tiny_a-f32.gguf").string();
+        kg.mmproj = (g / "mmproj-tiny_a-f32.gguf").string();
+        kg.backend = "cpu-f32";
+        kg.name += "__gguf_f32__cpu_f32";
+        cases.push_back(kg);
       }
     }
   }
@@ -80,6 +92,7 @@ TEST_P(ModelGolden, MatchesTransformers) {
   const std::string out = (fs::temp_directory_path() / ("locr_golden_" + c.name + ".safetensors")).string();
   std::string cmd = std::string(LOCR_BIN) + " dump --model " + shell_quote(c.model_dir) + " --backend " + c.backend +
                     " --out " + shell_quote(out);
+  if (!c.mmproj.empty()) cmd += " --mmproj " + shell_quote(c.mmproj);
   if (spec.contains("prompt") && spec["prompt"].is_string()) cmd += " --prompt " + shell_quote(spec["prompt"]);
   if (spec.contains("system") && spec["system"].is_string()) cmd += " --system " + shell_quote(spec["system"]);
   std::vector<std::string> images;
@@ -135,7 +148,10 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ModelGolden);
 
 TEST(ModelGoldenSuite, FixturesArePresent) {
   // Guard against a silently empty suite: the committed fixtures must be found.
-  EXPECT_GE(discover().size(), 16u) << "expected fixture cases under " << LOCR_FIXTURES_DIR << "/models";
+  const std::vector<Case> all = discover();
+  EXPECT_GE(all.size(), 16u) << "expected fixture cases under " << LOCR_FIXTURES_DIR << "/models";
+  // Every tiny_a case also runs from the GGUF files.
+  EXPECT_EQ(std::count_if(all.begin(), all.end(), [](const Case& c) { return !c.mmproj.empty(); }), 11);
 }
 
 }  // namespace
