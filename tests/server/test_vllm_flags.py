@@ -135,6 +135,17 @@ def test_refused_flags_stop_start_up_with_a_clear_message(flag):
     assert re.search(rf"{re.escape(flag)}( .+)? is not possible: ", out.stderr), out.stderr
 
 
+def test_quantization_q8_0_quantizes_at_load_and_serves():
+    s = Server("-q", "Q8_0")
+    try:
+        assert "weight matrices quantized to Q8_0 at load" in s.log
+        assert "--quantization has no effect" not in s.log
+        r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
+    finally:
+        assert s.stop() == 0
+
+
 def test_short_aliases_and_underscores():
     out = subprocess.run([locr_bin(), "serve", str(MODEL), "-tp", "2", "--port", "0"], capture_output=True, text=True,
                          timeout=60)
