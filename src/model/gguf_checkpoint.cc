@@ -227,9 +227,30 @@ std::vector<int64_t> unpermute_rows(int64_t n_heads, int64_t head_dim) {
 }
 
 Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::GgufTensor& t, int64_t rows,
-                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of) {
+                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of, bool keep_q8_0) {
   LOCR_CHECK(rows * cols == t.elements, "bind_gguf_matrix: ", t.name, " shape");
   const std::string_view bytes = file->data(t);
+  if (keep_q8_0 && t.type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && cols % 32 == 0) {
+    // Q8_0 rows are independent runs of blocks: used in place, or rows copied for a permutation.
+    Matrix m;
+    m.dtype = DType::kQ8_0;
+    m.rows = rows;
+    m.cols = cols;
+    const int64_t row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
+    LOCR_CHECK(static_cast<int64_t>(bytes.size()) == rows * row_bytes, "bind_gguf_matrix: ", t.name, " Q8_0 size");
+    if (!row_of) {
+      m.data = bytes.data();
+      m.holder = file;
+      return m;
+    }
+    auto buf = std::make_shared<std::vector<char>>(bytes.size());
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(buf->data() + r * row_bytes, bytes.data() + (*row_of)[r] * row_bytes, static_cast<size_t>(row_bytes));
+    io::release_pages(bytes.data(), bytes.size());
+    m.data = buf->data();
+    m.holder = std::shared_ptr<void>(buf, buf.get());
+    return m;
+  }
   DType native;
   const bool plain = t.type == static_cast<uint32_t>(io::GgmlType::kF32) ||
                      t.type == static_cast<uint32_t>(io::GgmlType::kF16) ||
@@ -273,8 +294,8 @@ namespace {
 // Binds the tensors of one GGUF by name, as weights.cc's Binder does for safetensors.
 class GgufBinder {
  public:
-  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to, kernels::Ops* pack)
-      : f_(std::move(f)), to_(dequantize_to), pack_(pack) {}
+  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to, kernels::Ops* pack, bool keep_q8_0)
+      : f_(std::move(f)), to_(dequantize_to), pack_(pack), keep_q8_0_(keep_q8_0) {}
 
   Matrix get(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>* row_of = nullptr) {
     const io::GgufTensor* t = f_->find(name);
@@ -294,11 +315,13 @@ class GgufBinder {
     const bool plain = t->type == static_cast<uint32_t>(io::GgmlType::kF32) ||
                        t->type == static_cast<uint32_t>(io::GgmlType::kF16) ||
                        t->type == static_cast<uint32_t>(io::GgmlType::kBF16);
-    if (!plain) ++quantized_[ti->name];
+    const bool native = keep_q8_0_ && t->type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && shape.size() == 2 &&
+                        shape[1] % 32 == 0;
+    if (!plain) ++(native ? native_ : quantized_)[ti->name];
     used_.insert(name);
     const int64_t rows = shape.size() == 1 ? 1 : shape[0];
     const int64_t cols = shape.size() == 1 ? shape[0] : shape[1];
-    Matrix m = bind_gguf_matrix(f_, *t, rows, cols, to_, row_of);
+    Matrix m = bind_gguf_matrix(f_, *t, rows, cols, to_, row_of, native);
     // A buffer of our own (dequantized or permuted) feeding a matmul: packed now and dropped, so
     // that the load never holds all of them and all the packed copies at once. (The embedding
     // table is gathered from, not packed; mapped tensors are packed by the model afterwards.)
@@ -330,35 +353,42 @@ class GgufBinder {
            unused.size(), " in all) ", unused.size() > 1 ? "are" : "is", " not read by locr: a LightOnOCR GGUF has "
            "no such tensor, and ignoring it would compute something else than the file describes");
     }
-    if (quantized_.empty()) return;
-    std::string kinds;
-    int n = 0;
-    for (const auto& [k, c] : quantized_) {
-      kinds += (kinds.empty() ? "" : ", ") + std::to_string(c) + " " + k;
-      n += c;
-    }
-    LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", n > 1 ? "s" : "", " dequantized once at load to ",
-              dtype_name(to_), " (no native kernels for quantized weights yet)");
+    auto count = [](const std::map<std::string, int>& m, int* n) {
+      std::string kinds;
+      for (const auto& [k, c] : m) {
+        kinds += (kinds.empty() ? "" : ", ") + std::to_string(c) + " " + k;
+        *n += c;
+      }
+      return kinds;
+    };
+    int n = 0, q = 0;
+    const std::string native = count(native_, &n), kinds = count(quantized_, &q);
+    if (n > 0)
+      LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run as stored by the int8 kernels");
+    if (q > 0)
+      LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", q > 1 ? "s" : "", " dequantized once at load to ",
+                dtype_name(to_), keep_q8_0_ ? " (native kernels exist for Q8_0 only)" : " (this backend has no kernels for quantized weights)");
   }
 
  private:
   std::shared_ptr<io::GgufFile> f_;
   DType to_;
   kernels::Ops* pack_;
+  bool keep_q8_0_;
   std::unordered_set<std::string> used_;
-  std::map<std::string, int> quantized_;
+  std::map<std::string, int> quantized_, native_;
 };
 
 }  // namespace
 
 ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to,
-                               kernels::Ops* pack) {
+                               kernels::Ops* pack, bool keep_q8_0) {
   if (dequantize_to != DType::kF32 && dequantize_to != DType::kBF16)
     fail(ErrorKind::kInvalidArgument, "quantized GGUF tensors dequantize to F32 or BF16, not ", dtype_name(dequantize_to));
   ModelWeights w;
   const TextConfig& t = cfg.text;
   const int64_t H = t.hidden_size, hd = t.head_dim;
-  GgufBinder b(ck.text, dequantize_to, pack);
+  GgufBinder b(ck.text, dequantize_to, pack, keep_q8_0);
   w.text.embed_tokens = b.get("token_embd.weight", {t.vocab_size, H});
   for (int i = 0; i < t.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -382,7 +412,7 @@ ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg,
 
   w.has_vision = ck.mmproj != nullptr;
   if (!w.has_vision) return w;
-  GgufBinder vb(ck.mmproj, dequantize_to, pack);
+  GgufBinder vb(ck.mmproj, dequantize_to, pack, keep_q8_0);
   const VisionConfig& v = cfg.vision;
   const int64_t V = v.hidden_size, p = v.patch_size;
   const int64_t A = static_cast<int64_t>(v.num_attention_heads) * v.head_dim;

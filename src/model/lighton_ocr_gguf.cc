@@ -24,17 +24,16 @@ std::string dir_of(const std::string& path) {
   return p.empty() ? std::string(".") : p.string();
 }
 
-// The tokenizer of a GGUF model. A tokenizer.json next to the text GGUF wins when present (a HF
-// tokenizer that travels with the file).
-// PLUG-IN POINT: Tokenizer::from_gguf(text) (tokenizer.ggml.* metadata) replaces the error below.
+// The tokenizer of a GGUF model: from its tokenizer.ggml.* metadata (model/tokenizer_gguf.h), as
+// llama-server builds it. A tokenizer.json next to the text GGUF wins when present (a HF tokenizer
+// that travels with the file; it differs only in which <|...|> tokens decoding skips).
 std::unique_ptr<Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path) {
   const std::string beside = io::join_path(dir_of(path), "tokenizer.json");
   if (io::file_exists(beside)) {
-    LOCR_INFO("gguf: tokenizer from ", beside, " (next to the GGUF)");
+    LOCR_INFO("gguf: tokenizer from ", beside, " (next to the GGUF; its tokenizer.ggml.* metadata is not used)");
     return Tokenizer::from_file(beside);
   }
-  fail(ErrorKind::kUnsupported, path, ": the tokenizer is read from a tokenizer.json next to the GGUF (",
-       beside, " does not exist); building it from the GGUF's tokenizer.ggml.* metadata is not supported yet");
+  return Tokenizer::from_gguf(text);
 }
 
 // The chat template: --chat-template, else the GGUF's tokenizer.chat_template, else a
@@ -111,7 +110,9 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   const DType deq = opts.backend == "ref" || opts.backend == "cpu-f32" ? DType::kF32 : DType::kBF16;
   // The kernels first: the weights in buffers of their own are packed as they are bound.
   m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
-  m->weights_ = load_gguf_weights(ck, m->config_, deq, cuda ? nullptr : m->ops_.get());
+  // Q8_0 tensors stay Q8_0 on the host backends (their int8 kernels, or ref's exact dequantization
+  // per element); CUDA has no Q8_0 kernels yet: dequantized for it.
+  m->weights_ = load_gguf_weights(ck, m->config_, deq, cuda ? nullptr : m->ops_.get(), /*keep_q8_0=*/!cuda);
   m->make_parts(opts);
   return m;
 }

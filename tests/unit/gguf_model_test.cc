@@ -3,7 +3,8 @@
 // against the same model loaded from its safetensors directory.
 //   F32 GGUF: the same bytes, so the same numbers bit for bit (logits, vision output, embeddings, ids).
 //   F16 / BF16 GGUF: the weights rounded once; logits within a stated tolerance.
-//   Q8_0 GGUF: equal bit for bit to locr on a checkpoint holding the dequantized tensors.
+//   Q8_0 GGUF: run in place by the int8 kernels (the converter's blocks are the bytes locr's own
+//   quantizer writes), against ref on the dequantized tensors (bit for bit on ref itself).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -299,44 +300,89 @@ std::string dequantized_checkpoint(const std::string& q8) {
   return dst.string();
 }
 
-TEST(GgufModel, Q8_0GgufEqualsTheDequantizedReference) {
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    ab += double(a[i]) * b[i];
+    aa += double(a[i]) * a[i];
+    bb += double(b[i]) * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+TEST(GgufModel, Q8_0GgufRunsNativelyAgainstTheDequantizedReference) {
   const std::string deq = dequantized_checkpoint(gguf("tiny_a-q8_0.gguf"));
   const Outputs f32 = run_case(*load_dir(kDir, "ref"));
-  for (const char* backend : {"ref", "cpu-f32"}) {
-    SCOPED_TRACE(backend);
-    // The quantized tensors dequantize to F32 for the FP32 backends: the same numbers.
-    const Outputs g = run_case(*load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", backend));
-    const Outputs r = run_case(*load_dir(deq, backend));
-    EXPECT_TRUE(bit_equal(g.logits, r.logits)) << max_abs_diff(g.logits, r.logits);
-    EXPECT_TRUE(bit_equal(g.embeds, r.embeds));
-    EXPECT_EQ(g.tokens, r.tokens);
-  }
+  // ref reads each Q8_0 weight dequantized exactly (Matrix::at) with unquantized activations: the
+  // same numbers as the checkpoint holding the dequantized tensors.
+  const Outputs ref = run_case(*load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", "ref"));
   {
-    // cpu-bf16: dequantized to BF16. Its matmuls round F32 weights to BF16 when packing, so they
-    // see the same numbers; the embedding rows (gathered, not packed) are BF16-rounded here and
-    // F32 in the reference, hence a tolerance.
-    const auto q8 = load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", "cpu-bf16");
-    // The dequantized buffers were packed as they were bound and dropped; the embedding table stays.
-    const TextLayerWeights& L0 = q8->weights().text.layers[0];
-    EXPECT_EQ(L0.q_proj.data, nullptr);
-    EXPECT_NE(L0.q_proj.packed, nullptr);
-    EXPECT_NE(q8->weights().text.embed_tokens.data, nullptr);
-    EXPECT_EQ(q8->weights().vision.layers[0].q_proj.data, nullptr);  // the unpermuted copy, packed
-    EXPECT_NE(q8->weights().vision.layers[0].v_proj.data, nullptr);  // mapped, packed by the model
-    const Outputs g = run_case(*q8);
-    const Outputs r = run_case(*load_dir(deq, "cpu-bf16"));
-    const double d = max_abs_diff(g.logits, r.logits);
-    std::printf("[gguf] tiny_a-q8_0 on cpu-bf16 (BF16 dequantized) vs the dequantized checkpoint on cpu-bf16: "
-                "logits max abs %.3g\n", d);
-    EXPECT_LE(d, 0.25);
-    EXPECT_TRUE(bit_equal(g.embeds, r.embeds));  // the vision side is F32 in both
+    const Outputs r = run_case(*load_dir(deq, "ref"));
+    EXPECT_TRUE(bit_equal(ref.logits, r.logits)) << max_abs_diff(ref.logits, r.logits);
+    EXPECT_TRUE(bit_equal(ref.embeds, r.embeds));
+    EXPECT_EQ(ref.tokens, r.tokens);
   }
-  const Outputs g = run_case(*load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", "ref"));
-  const double dl = max_abs_diff(g.logits, f32.logits);
+  const auto st = io::SafetensorsFile::open(kDir + "/model.safetensors");
+  for (const char* backend : {"cpu-f32", "cpu-bf16"}) {
+    SCOPED_TRACE(backend);
+    const auto q8 = load_gguf("tiny_a-q8_0.gguf", "mmproj-tiny_a-f32.gguf", backend);
+    // The CPU backends run the file's Q8_0 blocks in place (the int8 kernels), no copy.
+    const auto file = io::GgufFile::open(gguf("tiny_a-q8_0.gguf"));
+    const TextLayerWeights& L0 = q8->weights().text.layers[0];
+    ASSERT_EQ(L0.q_proj.dtype, DType::kQ8_0);
+    EXPECT_EQ(q8->weights().text.embed_tokens.dtype, DType::kQ8_0);
+    const std::string_view bytes = file->data(*file->find("blk.0.attn_q.weight"));
+    ASSERT_EQ(static_cast<size_t>(L0.q_proj.rows * dtype_row_bytes(DType::kQ8_0, L0.q_proj.cols)), bytes.size());
+    EXPECT_EQ(std::memcmp(L0.q_proj.data, bytes.data(), bytes.size()), 0);
+    // The converter's blocks are llama.cpp's quantizer applied to the checkpoint's F32 weight:
+    // what --quantization q8_0 writes from the safetensors too.
+    {
+      LoadOptions lo;
+      lo.backend = backend;
+      lo.quantization = "q8_0";
+      const auto sq = LightOnOcr::load(kDir, lo);
+      const Matrix& q = sq->weights().text.layers[0].q_proj;
+      ASSERT_EQ(q.dtype, DType::kQ8_0);
+      EXPECT_EQ(std::memcmp(q.data, bytes.data(), bytes.size()), 0) << "locr's Q8_0 bytes differ from the converter's";
+    }
+    // Activations are quantized per 32 as well: within the seeds' threshold of the exact product.
+    const Outputs g = run_case(*q8);
+    const double d = max_abs_diff(g.logits, ref.logits), c = cosine(g.logits, ref.logits);
+    std::printf("[gguf] tiny_a-q8_0 on %s (int8 kernels) vs ref on the same weights: logits max abs %.3g, "
+                "cosine %.6f\n", backend, d, c);
+    EXPECT_GT(d, 0.0);
+    EXPECT_GT(c, 0.999);
+    // The vision side is the F32 mmproj in both: FP32 arithmetic on cpu-f32, BF16 matmul inputs on cpu-bf16.
+    EXPECT_GT(cosine(g.embeds, ref.embeds), std::string(backend) == "cpu-f32" ? 0.99999 : 0.999);
+  }
+  const double dl = max_abs_diff(ref.logits, f32.logits);
   std::printf("[gguf] tiny_a-q8_0 vs the F32 safetensors (ref): logits max abs %.3g\n", dl);
   EXPECT_GT(dl, 0.0);
   EXPECT_LE(dl, 0.5);  // Q8_0's rounding (relative 2^-8 per block) through 2 random layers; logit std ~3
   fs::remove_all(deq);
+}
+
+// A GGUF alone (no tokenizer.json beside it, as llama.cpp users have it): the tokenizer comes from
+// its tokenizer.ggml.* metadata and gives the directory model's prompt ids and greedy tokens.
+TEST(GgufModel, TokenizerFromTheGgufMetadataWhenNoTokenizerJsonIsBeside) {
+  const fs::path dst = fs::temp_directory_path() / ("locr_gguf_alone_" + std::to_string(::getpid()));
+  fs::remove_all(dst);
+  fs::create_directories(dst);
+  for (const char* f : {"tiny_a-f32.gguf", "mmproj-tiny_a-f32.gguf"}) fs::copy_file(gguf(f), dst / f);
+  ASSERT_FALSE(fs::exists(dst / "tokenizer.json"));
+  LoadOptions lo;
+  lo.backend = "cpu-f32";
+  lo.mmproj = (dst / "mmproj-tiny_a-f32.gguf").string();
+  const auto g = LightOnOcr::load((dst / "tiny_a-f32.gguf").string(), lo);
+  const auto d = load_dir(kDir, "cpu-f32");
+  const std::string text = "Describe | a | b |\n用一句中文 <|box_start|>1,2<|box_end|> tokens.";
+  const auto messages = LightOnOcr::make_messages(nullptr, &text, 1);
+  const std::vector<io::Image> images{io::load_image(kFix + "/images/page_small.png")};
+  EXPECT_EQ(g->build_prompt(messages, images).ids, d->build_prompt(messages, images).ids);
+  const Outputs a = run_case(*g), b = run_case(*d);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_TRUE(bit_equal(a.logits, b.logits));
+  fs::remove_all(dst);
 }
 
 TEST(GgufModel, TextOnlyWithoutMmprojRefusesImages) {
