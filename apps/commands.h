@@ -13,5 +13,6 @@ int cmd_bench(int argc, char** argv);
 int cmd_pull(int argc, char** argv);
 int cmd_perf(int argc, char** argv);
 int cmd_ocr(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 
 }  // namespace locr::app

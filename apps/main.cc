@@ -21,6 +21,7 @@ void usage() {
                "  ocr        OCR documents (PDFs, images; files, globs, folders) into Markdown files\n"
                "  pull       download a model from the Hugging Face hub (or ModelScope) into the HF cache\n"
                "  perf       in-process benchmark of one page, stage by stage (like llama-bench)\n"
+               "  quantize   write a model as llama.cpp's GGUF files (OUT.gguf + mmproj), q8_0/f16/bf16/f32\n"
                "  version    print the version\n\n"
                "Run `locr <command> --help` for a command's options.\n");
 }
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     if (cmd == "ocr") return locr::app::cmd_ocr(argc - 1, argv + 1);
     if (cmd == "pull") return locr::app::cmd_pull(argc - 1, argv + 1);
     if (cmd == "perf") return locr::app::cmd_perf(argc - 1, argv + 1);
+    if (cmd == "quantize") return locr::app::cmd_quantize(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);
       return 0;

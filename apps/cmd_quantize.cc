@@ -1,0 +1,48 @@
+// `locr quantize IN OUT.gguf --type q8_0|f16|bf16|f32`: a LightOnOCR model directory (or ORG/NAME
+// from the HF cache) written as the two GGUF files llama.cpp's converter writes and llama.cpp loads
+// (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr); see model/gguf_export.h.
+#include <chrono>
+#include <cstdio>
+
+#include "apps/args.h"
+#include "apps/commands.h"
+#include "apps/model_args.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/gguf_export.h"
+
+namespace locr::app {
+
+int cmd_quantize(int argc, char** argv) {
+  Args a("quantize",
+         "Write a LightOnOCR model (a Hugging Face directory, or ORG/NAME from the HF cache) as llama.cpp's\n"
+         "GGUF files, as convert_hf_to_gguf.py writes them: OUT.gguf (the text model, arch qwen3) and\n"
+         "mmproj-OUT.gguf next to it (vision encoder + projector, arch clip, projector lightonocr).\n"
+         "Both load in llama.cpp (llama-server -m OUT.gguf --mmproj mmproj-OUT.gguf) and in locr.");
+  a.positional("in", "model directory or ORG/NAME");
+  a.positional("out", "output text GGUF (OUT.gguf)");
+  a.option("type", "weight type: q8_0 (2-D weights Q8_0, as llama.cpp's), f16, bf16 or f32 (norms stay F32)", "TYPE");
+  a.option("mmproj-out", "output mmproj GGUF (default: mmproj-<OUT> in OUT's directory)", "FILE");
+  a.option("threads", "worker threads (default: physical cores)", "N");
+  if (!a.parse(argc, argv)) return 0;
+  if (!a.has("type"))
+    fail(ErrorKind::kInvalidArgument, "--type is required: q8_0, f16, bf16 or f32");
+  const model::GgufOutType type = model::parse_gguf_out_type(a.get("type"));
+  const std::string out = a.get("out");
+  if (!is_gguf_path(out))
+    fail(ErrorKind::kInvalidArgument, "OUT must be a .gguf file name (locr and llama.cpp take a GGUF model by it), got '",
+         out, "'");
+  const std::string mmproj = a.get("mmproj-out", model::default_mmproj_path(out));
+  ThreadPool::set_global_threads(a.get_int("threads", 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  const model::GgufExportResult r = model::export_gguf(model_path(a.get("in")), out, mmproj, type);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("wrote %s: %d tensors, %.1f MB (%s; %d tensors Q8_0)\n", out.c_str(), r.text_tensors, r.text_bytes / 1e6,
+              model::gguf_out_type_name(type), r.quantized);
+  if (r.mmproj_tensors > 0)
+    std::printf("wrote %s: %d tensors, %.1f MB\n", mmproj.c_str(), r.mmproj_tensors, r.mmproj_bytes / 1e6);
+  std::printf("in %.2f s\n", s);
+  return 0;
+}
+
+}  // namespace locr::app
