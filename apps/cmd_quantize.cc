@@ -37,11 +37,11 @@ int cmd_quantize(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const model::GgufExportResult r = model::export_gguf(model_path(a.get("in")), out, mmproj, type);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("wrote %s: %d tensors, %.1f MB (%s; %d tensors Q8_0)\n", out.c_str(), r.text_tensors, r.text_bytes / 1e6,
-              model::gguf_out_type_name(type), r.quantized);
+  std::printf("wrote %s: %d tensors, %.1f MB\n", out.c_str(), r.text_tensors, r.text_bytes / 1e6);
   if (r.mmproj_tensors > 0)
     std::printf("wrote %s: %d tensors, %.1f MB\n", mmproj.c_str(), r.mmproj_tensors, r.mmproj_bytes / 1e6);
-  std::printf("in %.2f s\n", s);
+  std::printf("--type %s: %d of the %d tensors in Q8_0, in %.2f s\n", model::gguf_out_type_name(type), r.quantized,
+              r.text_tensors + r.mmproj_tensors, s);
   return 0;
 }
 
