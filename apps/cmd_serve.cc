@@ -302,8 +302,7 @@ int cmd_serve(int argc, char** argv) {
   // A directory as is; ORG/NAME (as vllm serve takes it) from the Hugging Face cache, pulled when
   // missing (HF_HUB_OFFLINE=1: the cache only), as `locr ocr --model` and `locr pull` do.
   // A text GGUF (`*.gguf`, not a directory) is loaded as it is (LightOnOcr::load names a missing file).
-  const bool gguf = spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".gguf") == 0 &&
-                    !std::filesystem::is_directory(spec);
+  const bool gguf = is_gguf_path(spec) && !std::filesystem::is_directory(spec);
   const std::string dir = gguf || !tools::looks_like_repo_id(spec) ? spec : tools::resolve_model(spec);
   if (!gguf && !std::filesystem::is_directory(dir))
     fail(ErrorKind::kNotFound, "model directory '", dir, "' does not exist (give a model directory or a hub repo id "

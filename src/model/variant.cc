@@ -46,7 +46,11 @@ std::string ModelVariant::describe() const {
 }
 
 ModelVariant variant_from_name(const std::string& name) {
-  const std::string n = lower(name);
+  // Spaces and underscores as dashes: llama.cpp's converter writes general.name title-cased with
+  // spaces ("LightOnOCR 2 1B Bbox Soup").
+  std::string n = lower(name);
+  for (char& c : n)
+    if (c == ' ' || c == '_') c = '-';
   ModelVariant v;
   const size_t at = n.find("lightonocr-");
   if (at == std::string::npos) return v;

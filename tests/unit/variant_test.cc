@@ -24,6 +24,10 @@ TEST(ModelVariant, FromCheckpointNames) {
     EXPECT_TRUE(v.figure_boxes) << n;
     EXPECT_FALSE(v.grounding) << n;
   }
+  // GGUF general.name as llama.cpp's converter (and locr quantize) writes it.
+  EXPECT_EQ(variant_from_name("LightOnOCR 2 1B").generation, 2);
+  EXPECT_TRUE(variant_from_name("LightOnOCR 2 1B Bbox Soup").figure_boxes);
+  EXPECT_TRUE(variant_from_name("LightOnOCR_3_1B").grounding);
   const ModelVariant three = variant_from_name("lightonai/LightOnOCR-3-1B");
   EXPECT_EQ(three.generation, 3);
   EXPECT_TRUE(three.grounding);
