@@ -226,10 +226,13 @@ def test_ocr_pdf_memory_is_bounded(srv):
     if not pdf_supported(srv):
         pytest.skip("built without Poppler")
     # 40 A4 pages at 1540 px: ~930 MB when every page was held as floats at once. Under a sanitizer
-    # (no RSS bound, ~10x slower) 12 pages still pass --ocr-pages-in-flight.
-    n = 12 if os.environ.get("LOCR_SANITIZER") else 40
+    # (no RSS bound, ~10x slower) 12 pages rendered at 36 dpi still pass --ocr-pages-in-flight (8).
+    if os.environ.get("LOCR_SANITIZER"):
+        n, low = 12, {"dpi": 36}
+    else:
+        n, low = 40, {}
     with Peak(srv) as p:
-        r = ocr(srv, make_pdf(n, 595, 842))
+        r = ocr(srv, make_pdf(n, 595, 842), **low)
     assert r.status_code == 200, r.text
     assert len(r.json()["pages"]) == n
     p.check_below(300 * MiB)

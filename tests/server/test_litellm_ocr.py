@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import IMAGES, NAME, Server
+from conftest import IMAGES, NAME, Server, full_size_pages
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 from minimal_pdf import make_pdf  # noqa: E402
@@ -44,6 +44,7 @@ def test_litellm_ocr_image(srv):
     assert r.model == NAME
 
 
+@full_size_pages
 def test_litellm_ocr_pdf_pages(srv):
     pdf = make_pdf(3)
     probe = requests.post(srv.url + "/v1/ocr", json={"document": base64.b64encode(pdf).decode(), "dpi": 36, "max_tokens": 2},

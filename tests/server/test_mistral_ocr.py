@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import IMAGES, NAME, Server
+from conftest import IMAGES, NAME, Server, full_size_pages
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 from minimal_pdf import make_pdf  # noqa: E402
@@ -35,6 +35,7 @@ def pdf_ok(srv):
     return not (r.status_code == 400 and "Poppler" in r.text)
 
 
+@full_size_pages
 def test_sdk_document_url_pages_and_dimensions(srv):
     if not pdf_ok(srv):
         pytest.skip("built without Poppler")
