@@ -59,6 +59,9 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   std::vector<int32_t> table(exec.kv_blocks());
   std::iota(table.begin(), table.end(), 0);
 
+  if (hooks.taps && !exec.set_taps(hooks.taps))
+    fail(ErrorKind::kUnsupported, "the ", exec.name(),
+         " executor cannot record named taps (its forward pass is separate code); use --backend ref, cpu-f32 or cpu");
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<model::ImageEmbeds> images;
   std::vector<int64_t> image_rows;
@@ -101,6 +104,7 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   model::HiddenHook on_hidden;
   if (hooks.on_hidden) on_hidden = [&](int i, const float* h, int64_t rows) { hooks.on_hidden(i, h, rows); };
   exec.step({st}, &out, on_hidden);
+  if (hooks.taps) exec.set_taps(nullptr);  // taps cover the prompt, as the hidden states do
   std::vector<float> logits(out.logits.data<float>(), out.logits.data<float>() + V);
   if (hooks.on_prompt_logits) hooks.on_prompt_logits(logits.data(), V);
   r.prefill_s = seconds_since(t0);

@@ -10,6 +10,7 @@
 
 #include "model/executor.h"
 #include "model/lighton_ocr.h"
+#include "model/taps.h"
 #include "runtime/loop_guard.h"
 #include "runtime/sampler.h"
 
@@ -36,6 +37,9 @@ struct GenerateHooks {
   std::function<void(const float* logits, int64_t vocab)> on_prompt_logits;
   std::function<void(const model::ImageEncoding&)> on_images;
   std::function<bool(int32_t)> on_token;  // return false to stop
+  // Named taps (model/taps.h) recorded over the image encoding and the prompt's prefill step;
+  // fails (kUnsupported) when the executor cannot record them.
+  model::Taps* taps = nullptr;
 };
 
 // Runs on an executor made for this call (the model's backend; KV sized for the prompt + max_tokens).
