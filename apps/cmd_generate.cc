@@ -18,12 +18,8 @@ int cmd_generate(int argc, char** argv) {
   if (!a.parse(argc, argv)) return 0;
   auto m = load_model(a);
   const model::Prompt prompt = build_cli_prompt(*m, a);
-  runtime::GenerateOptions go;
-  go.max_tokens = a.get_int("max-tokens", m->generation_config().max_new_tokens > 0
-                                              ? m->generation_config().max_new_tokens : 1024);
-  go.sampling = sampling_from_args(a, m->generation_config());
-  go.loop_guard.enabled = a.get_flag("loop-guard", true);
-  for (int id : m->generation_config().eos_token_ids) go.eos_ids.push_back(id);
+  // The defaults and penalties `locr serve` applies to the same request (runtime/request_defaults.h).
+  const runtime::GenerateOptions go = generate_options_from_args(a, m->generation_config());
   runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
   runtime::GenerateHooks hooks;
   hooks.on_token = [&](int32_t id) {
