@@ -51,3 +51,14 @@ def test_generate_refuses_a_bad_penalty():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "--repetition-penalty must be > 0" in r.stderr
+
+
+def test_generate_stop_strings_match_the_servers(srv):
+    plain = served(srv)
+    stop = plain[10:13]
+    assert stop.strip() and len(plain) > 16, plain
+    stopped = served(srv, stop=[stop])
+    assert stopped == plain[:plain.index(stop)]
+    assert generate("--stop", stop) == stopped
+    # A stop string the output never contains changes nothing.
+    assert generate("--stop", "\u2603never\u2603") == plain
