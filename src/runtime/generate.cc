@@ -61,6 +61,14 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   if (hooks.taps && !exec.set_taps(hooks.taps))
     fail(ErrorKind::kUnsupported, "the ", exec.name(),
          " executor cannot record named taps (its forward pass is separate code); use --backend ref, cpu-f32 or cpu");
+  // The executor never keeps the caller's taps past this call, also when it throws.
+  struct TapsReset {
+    model::Executor& e;
+    bool on;
+    ~TapsReset() {
+      if (on) e.set_taps(nullptr);
+    }
+  } taps_reset{exec, hooks.taps != nullptr};
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<model::ImageEmbeds> images;
   std::vector<int64_t> image_rows;
@@ -104,6 +112,7 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   if (hooks.on_hidden) on_hidden = [&](int i, const float* h, int64_t rows) { hooks.on_hidden(i, h, rows); };
   exec.step({st}, &out, on_hidden);
   if (hooks.taps) exec.set_taps(nullptr);  // taps cover the prompt, as the hidden states do
+  taps_reset.on = false;
   std::vector<float> logits(out.logits.data<float>(), out.logits.data<float>() + V);
   if (hooks.on_prompt_logits) hooks.on_prompt_logits(logits.data(), V);
   r.prefill_s = seconds_since(t0);

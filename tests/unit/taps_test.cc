@@ -323,5 +323,20 @@ TEST(TapsGenerate, ExecutorWithoutTapsIsAClearError) {
   EXPECT_NO_THROW(runtime::generate(m, exec, p, go, {}));  // without taps it runs
 }
 
+TEST(TapsGenerate, AFailedCallLeavesNoTapsOnTheExecutor) {
+  const LightOnOcr& m = tiny("ref");
+  Prompt bad = text_prompt(m);
+  bad.ids.push_back(m.config().image_token_id);  // an image token without an image: generate throws
+  CpuExecutor exec(m, runtime::single_sequence_options(static_cast<int64_t>(bad.ids.size()), bad.ids.size() + 4));
+  runtime::GenerateOptions go;
+  go.max_tokens = 2;
+  Taps taps = Taps::select({"text.0.q"}, tap_names(m.config(), false));
+  runtime::GenerateHooks hooks;
+  hooks.taps = &taps;
+  EXPECT_THROW(runtime::generate(m, exec, bad, go, hooks), Error);
+  runtime::generate(m, exec, text_prompt(m), go, {});  // no taps asked: none recorded
+  EXPECT_EQ(taps.missing(), std::vector<std::string>{"text.0.q"});
+}
+
 }  // namespace
 }  // namespace locr::model
