@@ -23,10 +23,7 @@ void print_delta(const std::string& s) {
 int chat_local(const Args& a) {
   auto m = load_model(a);
   const model::Prompt prompt = build_cli_prompt(*m, a);
-  runtime::GenerateOptions go;
-  go.max_tokens = a.get_int("max-tokens", m->generation_config().max_new_tokens > 0 ? m->generation_config().max_new_tokens : 1024);
-  go.sampling = sampling_from_args(a, m->generation_config());
-  for (int id : m->generation_config().eos_token_ids) go.eos_ids.push_back(id);
+  const runtime::GenerateOptions go = generate_options_from_args(a, m->generation_config());
   runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
   runtime::GenerateHooks hooks;
   hooks.on_token = [&](int32_t id) {
@@ -57,6 +54,9 @@ int chat_api(const Args& a) {
   if (a.has("top-p")) body["top_p"] = a.get_double("top-p", 1);
   if (a.has("top-k")) body["top_k"] = a.get_int("top-k", 0);
   if (a.has("seed")) body["seed"] = std::stoll(a.get("seed"));
+  if (a.has("repetition-penalty")) body["repetition_penalty"] = a.get_double("repetition-penalty", 0);
+  if (a.has("presence-penalty")) body["presence_penalty"] = a.get_double("presence-penalty", 0);
+  if (a.has("frequency-penalty")) body["frequency_penalty"] = a.get_double("frequency-penalty", 0);
   tools::Headers h;
   if (a.has("api-key")) h.emplace_back("Authorization", "Bearer " + a.get("api-key"));
   tools::HttpClient cli(u.origin(), a.get_double("timeout", 600));

@@ -5,6 +5,7 @@
 #include "apps/model_args.h"
 #include "core/log.h"
 #include "runtime/detokenizer.h"
+#include "server/stop_matcher.h"
 
 namespace locr::app {
 
@@ -15,26 +16,26 @@ int cmd_generate(int argc, char** argv) {
   add_prompt_options(a);
   add_sampling_options(a);
   a.flag("loop-guard", "stop when the output starts to repeat itself verbatim (default on; --no-loop-guard)");
+  a.repeated("stop", "stop when this text is generated (not printed), as a request's `stop` to locr serve", "TEXT");
   if (!a.parse(argc, argv)) return 0;
   auto m = load_model(a);
   const model::Prompt prompt = build_cli_prompt(*m, a);
-  runtime::GenerateOptions go;
-  go.max_tokens = a.get_int("max-tokens", m->generation_config().max_new_tokens > 0
-                                              ? m->generation_config().max_new_tokens : 1024);
-  go.sampling = sampling_from_args(a, m->generation_config());
-  go.loop_guard.enabled = a.get_flag("loop-guard", true);
-  for (int id : m->generation_config().eos_token_ids) go.eos_ids.push_back(id);
+  // The defaults and penalties `locr serve` applies to the same request (runtime/request_defaults.h).
+  const runtime::GenerateOptions go = generate_options_from_args(a, m->generation_config());
   runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
-  runtime::GenerateHooks hooks;
-  hooks.on_token = [&](int32_t id) {
-    const std::string s = detok.push(id);
+  // Stop strings as the server matches them (held back while they may still complete).
+  server::StopMatcher stops(a.get_all("stop"), /*include_stop=*/false);
+  auto print = [](const std::string& s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
-    return true;
+  };
+  runtime::GenerateHooks hooks;
+  hooks.on_token = [&](int32_t id) {
+    print(stops.push(detok.push(id)));
+    return !stops.matched();
   };
   const runtime::GenerateResult r = runtime::generate(*m, prompt, go, hooks);
-  const std::string tail = detok.finish();
-  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  if (!stops.matched()) print(stops.push(detok.finish()) + stops.flush());
   std::fputc('\n', stdout);
   LOCR_INFO("prompt ", prompt.ids.size(), " tokens (", prompt.images.size(), " images), generated ", r.tokens.size(),
             " tokens, finish_reason=", r.finish_reason, r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")", "; vision ", r.vision_s, " s, prefill ", r.prefill_s,

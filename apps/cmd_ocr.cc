@@ -89,9 +89,10 @@ class LocalBackend : public Backend {
       LOCR_INFO("ocr: ", plan.explain());
     }
     engine_ = std::make_unique<runtime::Engine>(*model_, eo);
-    sampling_ = sampling_from_args(a, model_->generation_config());
+    // The defaults `locr serve` and `locr generate` start from (runtime/request_defaults.h).
+    defaults_ = request_defaults_from_args(a, model_->generation_config());
     max_tokens_ = a.get_int("max-tokens", 0);
-    for (int id : model_->generation_config().eos_token_ids) eos_.push_back(id);
+    eos_ = defaults_.eos_ids;
     grounding_ = a.get("mode", "ocr") == "grounding";
     const model::ModelVariant& v = model_->variant();
     if (grounding_ && v.known() && !v.grounding)
@@ -107,21 +108,24 @@ class LocalBackend : public Backend {
     const int64_t len = static_cast<int64_t>(prompt.ids.size());
     if (len >= max_len) fail(ErrorKind::kLimit, "the page needs ", len, " prompt tokens, more than the context (", max_len, ")");
     int64_t max_tokens = max_len - len;
-    const int gen_max = model_->generation_config().max_new_tokens;
+    const int gen_max = defaults_.max_new_tokens;
     if (max_tokens_ > 0) max_tokens = std::min<int64_t>(max_tokens, max_tokens_);
     else if (gen_max > 0) max_tokens = std::min<int64_t>(max_tokens, gen_max);
     runtime::RequestInput in;
     in.request_id = "ocr-" + std::to_string(next_id_.fetch_add(1));
     in.prompt_ids = std::move(prompt.ids);
     in.images = std::move(prompt.images);
-    in.sampling = sampling_;
+    in.sampling = defaults_.sampling;
     if (!in.sampling.has_seed) {
       in.sampling.seed = next_id_.load() * 7919;
       in.sampling.has_seed = true;
     }
     in.max_tokens = static_cast<int>(max_tokens);
     in.eos_ids = eos_;
-    in.repetition_penalty = model_->generation_config().repetition_penalty;
+    in.repetition_penalty = defaults_.penalties.repetition;
+    in.presence_penalty = defaults_.penalties.presence;
+    in.frequency_penalty = defaults_.penalties.frequency;
+    in.loop_guard = defaults_.loop_guard;
     in.logprobs = 0;  // the sampled token's log-probability, for the page confidence
     in.forced_ids = forced_;
     PageOut out;
@@ -153,7 +157,7 @@ class LocalBackend : public Backend {
  private:
   std::unique_ptr<model::LightOnOcr> model_;
   std::unique_ptr<runtime::Engine> engine_;
-  runtime::SamplingParams sampling_;
+  runtime::RequestDefaults defaults_;
   int max_tokens_ = 0;
   bool grounding_ = false;
   std::vector<int32_t> eos_, forced_;
@@ -195,6 +199,9 @@ class RemoteBackend : public Backend {
     if (a.has("top-p")) sampling_["top_p"] = a.get_double("top-p", 1);
     if (a.has("top-k")) sampling_["top_k"] = a.get_int("top-k", 0);
     if (a.has("seed")) sampling_["seed"] = std::stoll(a.get("seed"));
+    if (a.has("repetition-penalty")) sampling_["repetition_penalty"] = a.get_double("repetition-penalty", 0);
+    if (a.has("presence-penalty")) sampling_["presence_penalty"] = a.get_double("presence-penalty", 0);
+    if (a.has("frequency-penalty")) sampling_["frequency_penalty"] = a.get_double("frequency-penalty", 0);
     grounding_ = a.get("mode", "ocr") == "grounding";
     // The sampled tokens' log-probabilities, for the page confidence (no alternatives: cheap).
     sampling_["logprobs"] = true;
@@ -340,6 +347,13 @@ json run_options(const Args& a, const std::string& format, const runtime::Postpr
     for (char& c : key) c = c == '-' ? '_' : c;
     o[key] = a.has(k) ? json(a.get(k)) : json(nullptr);
   }
+  // Penalties change a page's output too; recorded only when given, so earlier manifests still match.
+  for (const char* k : {"repetition-penalty", "presence-penalty", "frequency-penalty"})
+    if (a.has(k)) {
+      std::string key = k;
+      for (char& c : key) c = c == '-' ? '_' : c;
+      o[key] = a.get(k);
+    }
   return o;
 }
 

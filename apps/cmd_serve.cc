@@ -26,7 +26,6 @@
 #include "server/memory_plan.h"
 #include "server/tls.h"
 #include "server/server_context.h"
-#include "tools/hub.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_api.h"
 #include "model/cuda/cuda_executor.h"
@@ -300,10 +299,10 @@ int cmd_serve(int argc, char** argv) {
   const std::string spec = a.get("model", a.get("MODEL"));
   if (spec.empty()) fail(ErrorKind::kInvalidArgument, "give the model: locr serve MODEL (a directory or a hub repo id)");
   // A directory as is; ORG/NAME (as vllm serve takes it) from the Hugging Face cache, pulled when
-  // missing (HF_HUB_OFFLINE=1: the cache only), as `locr ocr --model` and `locr pull` do.
+  // missing (HF_HUB_OFFLINE=1: the cache only): the same function as `locr ocr --model`.
   // A text GGUF (`*.gguf`, not a directory) is loaded as it is (LightOnOcr::load names a missing file).
   const bool gguf = is_gguf_path(spec) && !std::filesystem::is_directory(spec);
-  const std::string dir = gguf || !tools::looks_like_repo_id(spec) ? spec : tools::resolve_model(spec);
+  const std::string dir = model_path(spec);
   if (!gguf && !std::filesystem::is_directory(dir))
     fail(ErrorKind::kNotFound, "model directory '", dir, "' does not exist (give a model directory or a hub repo id "
                                                          "ORG/NAME)");

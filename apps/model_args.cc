@@ -1,5 +1,7 @@
 #include "apps/model_args.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -35,6 +37,10 @@ void add_sampling_options(Args& a) {
   a.option("top-p", "nucleus sampling mass (default from generation_config.json)", "P");
   a.option("top-k", "keep the K most likely tokens; 0 = off", "K");
   a.option("seed", "random seed for reproducible sampling", "S");
+  a.option("repetition-penalty", "transformers' repetition penalty over prompt and output; 1 = off (default from "
+                                 "generation_config.json)", "R");
+  a.option("presence-penalty", "OpenAI presence penalty in [-2, 2] (0 = off)", "P");
+  a.option("frequency-penalty", "OpenAI frequency penalty in [-2, 2] (0 = off)", "F");
 }
 
 std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
@@ -58,8 +64,11 @@ bool is_gguf_path(const std::string& spec) {
 }
 
 std::string model_path(const std::string& spec) {
-  // ORG/NAME resolves to the Hugging Face cache snapshot (pulled when missing).
-  return is_gguf_path(spec) ? spec : tools::resolve_model(spec);
+  // A text GGUF file as it is (a directory whose name ends in .gguf is a directory); ORG/NAME
+  // resolves to the Hugging Face cache snapshot, pulled when missing (HF_HUB_OFFLINE=1: the cache
+  // only); anything else is a directory, used as given.
+  if (is_gguf_path(spec) && !std::filesystem::is_directory(spec)) return spec;
+  return tools::resolve_model(spec);
 }
 
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {
@@ -73,8 +82,9 @@ model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {
   return m.build_prompt(messages, images);
 }
 
-runtime::SamplingParams sampling_from_args(const Args& a, const model::GenerationConfig& g) {
-  runtime::SamplingParams s = runtime::default_sampling(g);
+runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::GenerationConfig& g) {
+  runtime::RequestDefaults d = runtime::request_defaults(g);
+  runtime::SamplingParams& s = d.sampling;
   s.temperature = static_cast<float>(a.get_double("temperature", s.temperature));
   s.top_p = static_cast<float>(a.get_double("top-p", s.top_p));
   s.top_k = a.get_int("top-k", s.top_k);
@@ -84,7 +94,23 @@ runtime::SamplingParams sampling_from_args(const Args& a, const model::Generatio
   }
   if (s.temperature < 0) fail(ErrorKind::kInvalidArgument, "--temperature must be >= 0");
   if (s.top_p <= 0 || s.top_p > 1) fail(ErrorKind::kInvalidArgument, "--top-p must be in (0, 1]");
-  return s;
+  // The server's ranges (server/openai_schema.cc).
+  runtime::Penalties& p = d.penalties;
+  p.repetition = static_cast<float>(a.get_double("repetition-penalty", p.repetition));
+  p.presence = static_cast<float>(a.get_double("presence-penalty", p.presence));
+  p.frequency = static_cast<float>(a.get_double("frequency-penalty", p.frequency));
+  if (!(p.repetition > 0) || p.repetition > 1e6) fail(ErrorKind::kInvalidArgument, "--repetition-penalty must be > 0");
+  if (!(p.presence >= -2 && p.presence <= 2)) fail(ErrorKind::kInvalidArgument, "--presence-penalty must be in [-2, 2]");
+  if (!(p.frequency >= -2 && p.frequency <= 2))
+    fail(ErrorKind::kInvalidArgument, "--frequency-penalty must be in [-2, 2]");
+  return d;
+}
+
+runtime::GenerateOptions generate_options_from_args(const Args& a, const model::GenerationConfig& g) {
+  runtime::GenerateOptions o = runtime::generate_options(request_defaults_from_args(a, g), 1024);
+  o.max_tokens = a.get_int("max-tokens", o.max_tokens);
+  o.loop_guard.enabled = a.get_flag("loop-guard", o.loop_guard.enabled);
+  return o;
 }
 
 void add_forced_output_option(Args& a) {

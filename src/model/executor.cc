@@ -57,18 +57,19 @@ int CpuExecutor::vision_layers() const { return model_.encoder().num_layers(); }
 std::unique_ptr<VisionJob> CpuExecutor::vision_begin(const std::vector<ProcessedImage>& images) {
   std::vector<ImageGrid> grids;
   const std::vector<float> patches = model_.vision_patches(images, &grids);
-  return std::make_unique<CpuVisionJob>(model_.encoder().begin(patches.data(), grids), model_.encoder().num_layers());
+  return std::make_unique<CpuVisionJob>(model_.encoder().begin(patches.data(), grids, taps_),
+                                        model_.encoder().num_layers());
 }
 
 void CpuExecutor::vision_run(VisionJob& job, int n_layers) {
-  model_.encoder().run_layers(static_cast<CpuVisionJob&>(job).s, n_layers);
+  model_.encoder().run_layers(static_cast<CpuVisionJob&>(job).s, n_layers, taps_);
 }
 
 std::shared_ptr<ImageEmbeds> CpuExecutor::vision_finish(VisionJob& job, Tensor* vision_hidden) {
   auto& j = static_cast<CpuVisionJob&>(job);
   LOCR_CHECK(j.done(), "vision_finish before the last encoder layer");
   if (vision_hidden) *vision_hidden = j.s.x;
-  return host_embeds(model_.projector().forward(j.s.x, j.s.grids));
+  return host_embeds(model_.projector().forward(j.s.x, j.s.grids, taps_));
 }
 
 void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden) {
@@ -103,7 +104,7 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
   }
   std::function<void(int, const float*)> on_hidden;
   if (hidden) on_hidden = [&](int i, const float* h) { hidden(i, h, R); };
-  model_.decoder().forward(x.data<float>(), steps, kv_, on_hidden);
+  model_.decoder().forward(x.data<float>(), steps, kv_, on_hidden, taps_);
   out->logits = Tensor();
   if (sample_rows.empty()) return;
   const int64_t S = static_cast<int64_t>(sample_rows.size());

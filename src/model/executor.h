@@ -115,6 +115,10 @@ class Executor {
   // One decoder pass over all rows of `seqs`. `hidden`, when set, receives every hidden state of
   // all rows (dumps and parity checks; slow on devices).
   virtual void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) = 0;
+
+  // Named taps (model/taps.h) for the vision and step calls that follow, until set_taps(nullptr).
+  // False when this executor cannot record them (the caller must then say so, not dump nothing).
+  virtual bool set_taps(Taps* taps) { return taps == nullptr; }
 };
 
 // Runs today's CPU code (kernels::Ops of the loaded model).
@@ -130,6 +134,10 @@ class CpuExecutor : public Executor {
   std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) override;
   int vision_layers() const override;
   void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) override;
+  bool set_taps(Taps* taps) override {
+    taps_ = taps;
+    return true;
+  }
 
   // Host image embeddings (also what the CPU executor's ImageEmbeds are).
   static std::shared_ptr<ImageEmbeds> host_embeds(Tensor t);
@@ -137,6 +145,7 @@ class CpuExecutor : public Executor {
  private:
   const LightOnOcr& model_;
   KvPool kv_;
+  Taps* taps_ = nullptr;
 };
 
 // KV blocks that `bytes` buys at `bytes_per_block`, at least 1, capped by max_blocks (> 0).

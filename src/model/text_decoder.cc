@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "model/rope.h"
+#include "model/taps.h"
 
 namespace locr::model {
 
@@ -53,7 +54,7 @@ void TextDecoder::forward(float* x, int64_t T, KvCache& cache,
 }
 
 void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv,
-                          const std::function<void(int, const float*)>& on_hidden) const {
+                          const std::function<void(int, const float*)>& on_hidden, Taps* taps) const {
   const int64_t H = cfg_.hidden_size, hd = cfg_.head_dim;
   const int64_t nq = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads;
   const int64_t qw = nq * hd, kvw = nkv * hd, I = cfg_.intermediate_size;
@@ -82,9 +83,11 @@ void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv
   Tensor up = Tensor::empty(DType::kF32, {R, I});
 
   if (on_hidden) on_hidden(0, x);
+  tap(taps, "text", -1, "embed", x, R, H);
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     const TextLayerWeights& L = w_.layers[l];
     ops_.rms_norm(x, L.input_layernorm, cfg_.rms_norm_eps, R, H, h.data<float>());
+    tap(taps, "text", l, "attn_norm", h.data<float>(), R, H);
     ops_.matmul(h.data<float>(), R, L.q_proj, q.data<float>());
     ops_.matmul(h.data<float>(), R, L.k_proj, k.data<float>());
     ops_.matmul(h.data<float>(), R, L.v_proj, v.data<float>());
@@ -92,6 +95,9 @@ void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv
     ops_.rms_norm(k.data<float>(), L.k_norm, cfg_.rms_norm_eps, R * nkv, hd, k.data<float>());
     ops_.rope(q.data<float>(), R, nq, hd, qw, cos.data(), sin.data());
     ops_.rope(k.data<float>(), R, nkv, hd, kvw, cos.data(), sin.data());
+    tap(taps, "text", l, "q", q.data<float>(), R, qw);
+    tap(taps, "text", l, "k", k.data<float>(), R, kvw);
+    tap(taps, "text", l, "v", v.data<float>(), R, kvw);
 
     int64_t row = 0;
     for (const auto& s : seqs) {
@@ -119,19 +125,27 @@ void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv
       ops_.attention(q.data<float>() + row * qw, kv.k(l), kv.v(l), attn.data<float>() + row * qw, ap);
       row += s.n_new;
     }
+    tap(taps, "text", l, "attn_out", attn.data<float>(), R, qw);
     ops_.matmul(attn.data<float>(), R, L.o_proj, o.data<float>());
+    tap(taps, "text", l, "attn_proj", o.data<float>(), R, H);
     ops_.add(x, o.data<float>(), R * H);
+    tap(taps, "text", l, "post_attn", x, R, H);
 
     ops_.rms_norm(x, L.post_attention_layernorm, cfg_.rms_norm_eps, R, H, h.data<float>());
+    tap(taps, "text", l, "ffn_norm", h.data<float>(), R, H);
     ops_.matmul(h.data<float>(), R, L.gate_proj, gate.data<float>());
     ops_.matmul(h.data<float>(), R, L.up_proj, up.data<float>());
     ops_.silu_mul(gate.data<float>(), up.data<float>(), gate.data<float>(), R * I);
+    tap(taps, "text", l, "mlp_act", gate.data<float>(), R, I);
     ops_.matmul(gate.data<float>(), R, L.down_proj, o.data<float>());
+    tap(taps, "text", l, "mlp_out", o.data<float>(), R, H);
     ops_.add(x, o.data<float>(), R * H);
+    tap(taps, "text", l, "out", x, R, H);
     // transformers records layer outputs 1..L-1; the last entry is the final-normed state.
     if (on_hidden && l + 1 < cfg_.num_hidden_layers) on_hidden(l + 1, x);
   }
   ops_.rms_norm(x, w_.norm, cfg_.rms_norm_eps, R, H, x);
+  tap(taps, "text", -1, "norm", x, R, H);
   if (on_hidden) on_hidden(cfg_.num_hidden_layers, x);
 }
 

@@ -18,6 +18,8 @@
 
 namespace locr::model {
 
+class Taps;  // model/taps.h
+
 // Paged KV storage for all sequences: per layer, a pool of n_blocks * block_size rows of
 // [n_kv_heads * head_dim] keys (post norm, post RoPE) and values. Which rows belong to which
 // sequence is the block table's business (runtime/block_manager.h). Memory is reserved up front
@@ -79,9 +81,10 @@ class TextDecoder {
   // sequences in order), overwritten with the final-normed hidden states. Linear layers run over
   // all rows at once; attention per sequence over its paged KV.
   // If `on_hidden` is set it is called with (i, [rows, hidden]) for i = 0..L as transformers'
-  // output_hidden_states (0 = embeddings, L = after the final norm).
+  // output_hidden_states (0 = embeddings, L = after the final norm). `taps` (model/taps.h), when
+  // set, records the selected intermediates ("text.L.q", ...) of all rows.
   void forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv,
-               const std::function<void(int, const float*)>& on_hidden = nullptr) const;
+               const std::function<void(int, const float*)>& on_hidden = nullptr, Taps* taps = nullptr) const;
   // Single-sequence convenience: positions cache.size() .. +T-1; the cache grows by T.
   void forward(float* x, int64_t T, KvCache& cache,
                const std::function<void(int, const float*)>& on_hidden = nullptr) const;

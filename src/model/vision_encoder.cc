@@ -4,16 +4,17 @@
 #include <cmath>
 
 #include "model/rope.h"
+#include "model/taps.h"
 
 namespace locr::model {
 
-Tensor VisionEncoder::forward(const float* patches, const std::vector<ImageGrid>& grids) const {
-  VisionState s = begin(patches, grids);
-  run_layers(s, cfg_.num_hidden_layers);
+Tensor VisionEncoder::forward(const float* patches, const std::vector<ImageGrid>& grids, Taps* taps) const {
+  VisionState s = begin(patches, grids, taps);
+  run_layers(s, cfg_.num_hidden_layers, taps);
   return s.x;
 }
 
-VisionState VisionEncoder::begin(const float* patches, const std::vector<ImageGrid>& grids) const {
+VisionState VisionEncoder::begin(const float* patches, const std::vector<ImageGrid>& grids, Taps* taps) const {
   const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim;
   VisionState s;
   s.grids = grids;
@@ -31,11 +32,13 @@ VisionState VisionEncoder::begin(const float* patches, const std::vector<ImageGr
   }
   s.x = Tensor::empty(DType::kF32, {N, V});
   ops_.matmul(patches, N, w_.patch_conv, s.x.data<float>());
+  tap(taps, "vision", -1, "patch_embed", s.x.data<float>(), N, V);
   ops_.rms_norm(s.x.data<float>(), w_.ln_pre, cfg_.norm_eps, N, V, s.x.data<float>());
+  tap(taps, "vision", -1, "ln_pre", s.x.data<float>(), N, V);
   return s;
 }
 
-void VisionEncoder::run_layers(VisionState& s, int n_layers) const {
+void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
   const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim, nh = cfg_.num_attention_heads;
   const int64_t A = nh * hd, I = cfg_.intermediate_size;
   const int64_t N = s.n_patches();
@@ -53,11 +56,15 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers) const {
   for (int l = s.next_layer; l < end; ++l) {
     const VisionLayerWeights& L = w_.layers[l];
     ops_.rms_norm(x, L.attention_norm, cfg_.norm_eps, N, V, h.data<float>());
+    tap(taps, "vision", l, "attn_norm", h.data<float>(), N, V);
     ops_.matmul(h.data<float>(), N, L.q_proj, q.data<float>());
     ops_.matmul(h.data<float>(), N, L.k_proj, k.data<float>());
     ops_.matmul(h.data<float>(), N, L.v_proj, v.data<float>());
     ops_.rope(q.data<float>(), N, nh, hd, A, s.cos.data(), s.sin.data());
     ops_.rope(k.data<float>(), N, nh, hd, A, s.cos.data(), s.sin.data());
+    tap(taps, "vision", l, "q", q.data<float>(), N, A);
+    tap(taps, "vision", l, "k", k.data<float>(), N, A);
+    tap(taps, "vision", l, "v", v.data<float>(), N, A);
     int64_t off = 0;
     for (const auto& g : s.grids) {  // bidirectional attention within each image
       kernels::AttentionParams ap;
@@ -71,15 +78,22 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers) const {
                      attn.data<float>() + off * A, ap);
       off += g.n_patches();
     }
+    tap(taps, "vision", l, "attn_out", attn.data<float>(), N, A);
     ops_.matmul(attn.data<float>(), N, L.o_proj, h.data<float>());
+    tap(taps, "vision", l, "attn_proj", h.data<float>(), N, V);
     ops_.add(x, h.data<float>(), N * V);
+    tap(taps, "vision", l, "post_attn", x, N, V);
 
     ops_.rms_norm(x, L.ffn_norm, cfg_.norm_eps, N, V, h.data<float>());
+    tap(taps, "vision", l, "ffn_norm", h.data<float>(), N, V);
     ops_.matmul(h.data<float>(), N, L.gate_proj, gate.data<float>());
     ops_.matmul(h.data<float>(), N, L.up_proj, up.data<float>());
     ops_.silu_mul(gate.data<float>(), up.data<float>(), gate.data<float>(), N * I);
+    tap(taps, "vision", l, "mlp_act", gate.data<float>(), N, I);
     ops_.matmul(gate.data<float>(), N, L.down_proj, h.data<float>());
+    tap(taps, "vision", l, "mlp_out", h.data<float>(), N, V);
     ops_.add(x, h.data<float>(), N * V);
+    tap(taps, "vision", l, "out", x, N, V);
   }
   s.next_layer = end;
 }
@@ -98,15 +112,17 @@ void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, floa
     }
 }
 
-Tensor Projector::forward(const Tensor& features, const std::vector<ImageGrid>& grids) const {
+Tensor Projector::forward(const Tensor& features, const std::vector<ImageGrid>& grids, Taps* taps) const {
   const int64_t V = cfg_.vision.hidden_size, H = cfg_.text.hidden_size;
   const int m = cfg_.spatial_merge_size;
   const int64_t N = features.dim(0);
   int64_t M = 0;
   for (const auto& g : grids) M += static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
 
+  tap(taps, "projector", -1, "in", features.data<float>(), N, V);
   Tensor normed = Tensor::empty(DType::kF32, {N, V});
   ops_.rms_norm(features.data<float>(), w_.norm, cfg_.projector_norm_eps, N, V, normed.data<float>());
+  tap(taps, "projector", -1, "norm", normed.data<float>(), N, V);
   Tensor merged = Tensor::empty(DType::kF32, {M, V * m * m});
   int64_t in_off = 0, out_off = 0;
   for (const auto& g : grids) {
@@ -115,13 +131,17 @@ Tensor Projector::forward(const Tensor& features, const std::vector<ImageGrid>& 
     in_off += g.n_patches();
     out_off += static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
   }
+  tap(taps, "projector", -1, "merged", merged.data<float>(), M, V * m * m);
   Tensor y = Tensor::empty(DType::kF32, {M, V});
   ops_.matmul(merged.data<float>(), M, w_.merging_layer, y.data<float>());
+  tap(taps, "projector", -1, "merge_out", y.data<float>(), M, V);
   Tensor z = Tensor::empty(DType::kF32, {M, H});
   ops_.matmul(y.data<float>(), M, w_.linear_1, z.data<float>());
   ops_.gelu(z.data<float>(), M * H);
+  tap(taps, "projector", -1, "act", z.data<float>(), M, H);
   Tensor out = Tensor::empty(DType::kF32, {M, H});
   ops_.matmul(z.data<float>(), M, w_.linear_2, out.data<float>());
+  tap(taps, "projector", -1, "out", out.data<float>(), M, H);
   return out;
 }
 

@@ -19,6 +19,8 @@
 
 namespace locr::model {
 
+class Taps;  // model/taps.h: "vision.*" and "projector.*" intermediates when set
+
 struct ImageGrid {
   int grid_h = 0, grid_w = 0;  // patches per column / row
   int64_t n_patches() const { return static_cast<int64_t>(grid_h) * grid_w; }
@@ -38,11 +40,11 @@ class VisionEncoder {
  public:
   VisionEncoder(const VisionConfig& cfg, const VisionWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
   // patches: [sum n_patches, 3*p*p] for the images in `grids`, in order. Returns [sum n_patches, hidden].
-  Tensor forward(const float* patches, const std::vector<ImageGrid>& grids) const;
+  Tensor forward(const float* patches, const std::vector<ImageGrid>& grids, Taps* taps = nullptr) const;
 
   // Incremental form: begin() runs the patch conv and ln_pre; run_layers() advances up to n blocks.
-  VisionState begin(const float* patches, const std::vector<ImageGrid>& grids) const;
-  void run_layers(VisionState& s, int n) const;
+  VisionState begin(const float* patches, const std::vector<ImageGrid>& grids, Taps* taps = nullptr) const;
+  void run_layers(VisionState& s, int n, Taps* taps = nullptr) const;
   bool done(const VisionState& s) const { return s.next_layer >= cfg_.num_hidden_layers; }
   int num_layers() const { return cfg_.num_hidden_layers; }
 
@@ -56,7 +58,7 @@ class Projector {
  public:
   Projector(const ModelConfig& cfg, const ProjectorWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
   // features: [sum n_patches, vision hidden] -> [sum (grid_h/2)*(grid_w/2), text hidden].
-  Tensor forward(const Tensor& features, const std::vector<ImageGrid>& grids) const;
+  Tensor forward(const Tensor& features, const std::vector<ImageGrid>& grids, Taps* taps = nullptr) const;
 
  private:
   const ModelConfig& cfg_;

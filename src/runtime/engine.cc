@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "runtime/executor_factory.h"
+#include "runtime/request_defaults.h"
 
 namespace locr::runtime {
 
@@ -314,16 +315,7 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
   }
   // Penalties: repetition (transformers' rule over prompt and output), presence/frequency
   // (OpenAI's rule over the output), and min_tokens holding back EOS.
-  if (in.repetition_penalty != 1.0f) {
-    std::vector<char> seen(V, 0);
-    for (int32_t t : s.tokens)
-      if (t >= 0 && t < V && !seen[t]) {
-        seen[t] = 1;
-        logits[t] = logits[t] > 0 ? logits[t] / in.repetition_penalty : logits[t] * in.repetition_penalty;
-      }
-  }
-  if (in.presence_penalty != 0.0f || in.frequency_penalty != 0.0f)
-    for (const auto& [t, c] : s.out_counts) logits[t] -= in.presence_penalty + in.frequency_penalty * c;
+  apply_penalties({in.repetition_penalty, in.presence_penalty, in.frequency_penalty}, s.tokens, s.out_counts, logits, V);
   if (s.n_generated() < in.min_tokens)
     for (int32_t t : in.eos_ids)
       if (t >= 0 && t < V) logits[t] = -INFINITY;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "runtime/executor_factory.h"
@@ -16,16 +17,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-SamplingParams default_sampling(const model::GenerationConfig& g) {
-  SamplingParams s;
-  if (g.do_sample) {
-    s.temperature = g.temperature;
-    s.top_p = g.top_p;
-    s.top_k = g.top_k;
-  } else {
-    s.temperature = 0.0f;
-  }
-  return s;
+GenerateOptions generate_options(const RequestDefaults& d, int max_tokens) {
+  GenerateOptions o;
+  o.max_tokens = d.max_new_tokens > 0 ? d.max_new_tokens : max_tokens;
+  o.sampling = d.sampling;
+  o.penalties = d.penalties;
+  o.eos_ids = d.eos_ids;
+  o.loop_guard = d.loop_guard;
+  return o;
 }
 
 model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t positions) {
@@ -59,6 +58,17 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   std::vector<int32_t> table(exec.kv_blocks());
   std::iota(table.begin(), table.end(), 0);
 
+  if (hooks.taps && !exec.set_taps(hooks.taps))
+    fail(ErrorKind::kUnsupported, "the ", exec.name(),
+         " executor cannot record named taps (its forward pass is separate code); use --backend ref, cpu-f32 or cpu");
+  // The executor never keeps the caller's taps past this call, also when it throws.
+  struct TapsReset {
+    model::Executor& e;
+    bool on;
+    ~TapsReset() {
+      if (on) e.set_taps(nullptr);
+    }
+  } taps_reset{exec, hooks.taps != nullptr};
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<model::ImageEmbeds> images;
   std::vector<int64_t> image_rows;
@@ -101,6 +111,8 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   model::HiddenHook on_hidden;
   if (hooks.on_hidden) on_hidden = [&](int i, const float* h, int64_t rows) { hooks.on_hidden(i, h, rows); };
   exec.step({st}, &out, on_hidden);
+  if (hooks.taps) exec.set_taps(nullptr);  // taps cover the prompt, as the hidden states do
+  taps_reset.on = false;
   std::vector<float> logits(out.logits.data<float>(), out.logits.data<float>() + V);
   if (hooks.on_prompt_logits) hooks.on_prompt_logits(logits.data(), V);
   r.prefill_s = seconds_since(t0);
@@ -108,6 +120,10 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   t0 = std::chrono::steady_clock::now();
   Sampler sampler(opts.sampling);
   LoopGuard guard(opts.loop_guard);
+  // What the penalties look at, as the engine keeps them: prompt + output, and output counts.
+  std::vector<int32_t> context;
+  std::unordered_map<int32_t, int> out_counts;
+  if (opts.penalties.any()) context = prompt.ids;
   r.finish_reason = "length";
   for (int step = 0; step < opts.max_tokens; ++step) {
     if (step > 0) {
@@ -121,8 +137,13 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
       exec.step({d}, &out);
       std::copy(out.logits.data<float>(), out.logits.data<float>() + V, logits.begin());
     }
+    if (opts.penalties.any()) apply_penalties(opts.penalties, context, out_counts, logits.data(), V);
     const int32_t tok = sampler.sample(logits.data(), V);
     r.tokens.push_back(tok);
+    if (opts.penalties.any()) {
+      context.push_back(tok);
+      ++out_counts[tok];
+    }
     const bool eos = !opts.ignore_eos &&
                      std::find(opts.eos_ids.begin(), opts.eos_ids.end(), tok) != opts.eos_ids.end();
     if (hooks.on_token && !hooks.on_token(tok)) {

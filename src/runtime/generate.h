@@ -10,7 +10,9 @@
 
 #include "model/executor.h"
 #include "model/lighton_ocr.h"
+#include "model/taps.h"
 #include "runtime/loop_guard.h"
+#include "runtime/request_defaults.h"
 #include "runtime/sampler.h"
 
 namespace locr::runtime {
@@ -18,6 +20,7 @@ namespace locr::runtime {
 struct GenerateOptions {
   int max_tokens = 256;
   SamplingParams sampling;
+  Penalties penalties;           // applied as the serving engine applies them (runtime/request_defaults.h)
   std::vector<int32_t> eos_ids;  // stop (and keep the token) when one is produced
   bool ignore_eos = false;
   LoopGuardConfig loop_guard;    // stops degenerate repetition (finish_reason "stop")
@@ -36,6 +39,9 @@ struct GenerateHooks {
   std::function<void(const float* logits, int64_t vocab)> on_prompt_logits;
   std::function<void(const model::ImageEncoding&)> on_images;
   std::function<bool(int32_t)> on_token;  // return false to stop
+  // Named taps (model/taps.h) recorded over the image encoding and the prompt's prefill step;
+  // fails (kUnsupported) when the executor cannot record them.
+  model::Taps* taps = nullptr;
 };
 
 // Runs on an executor made for this call (the model's backend; KV sized for the prompt + max_tokens).
@@ -47,7 +53,8 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
 // Executor options for one sequence of up to `positions` tokens whose prompt is `prompt_len`.
 model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t positions);
 
-// Sampling defaults from generation_config.json (temperature/top_p/top_k when do_sample).
-SamplingParams default_sampling(const model::GenerationConfig& g);
+// Options starting from the defaults every front end uses (runtime/request_defaults.h):
+// sampling, penalties, EOS ids, loop guard; max_tokens from max_new_tokens, else `max_tokens`.
+GenerateOptions generate_options(const RequestDefaults& d, int max_tokens);
 
 }  // namespace locr::runtime

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "runtime/generate.h"
+#include "runtime/request_defaults.h"
 #include "server/errors.h"
 #include "server/json_surrogates.h"
 
@@ -111,9 +111,12 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) 
   const bool use_gc = ctx.use_generation_defaults();
   const int32_t vocab = ctx.model().config().text.vocab_size;
   GenParams p;
-  if (use_gc) {
-    p.sampling = runtime::default_sampling(gc);
-    p.repetition_penalty = gc.repetition_penalty;
+  if (use_gc) {  // the defaults `locr generate` and `locr ocr` start from too
+    const runtime::RequestDefaults d = runtime::request_defaults(gc);
+    p.sampling = d.sampling;
+    p.repetition_penalty = d.penalties.repetition;
+    p.presence_penalty = d.penalties.presence;
+    p.frequency_penalty = d.penalties.frequency;
   }
 
   if (auto v = opt_number(body, "temperature")) {

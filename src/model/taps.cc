@@ -1,0 +1,135 @@
+#include "model/taps.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+
+namespace locr::model {
+
+namespace {
+
+const char* const kLayerSites[] = {"attn_norm", "q",        "k",       "v",       "attn_out", "attn_proj",
+                                   "post_attn", "ffn_norm", "mlp_act", "mlp_out", "out"};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest(const std::string& name, const std::vector<std::string>& known) {
+  std::vector<std::pair<size_t, std::string>> d;
+  for (const auto& k : known) d.push_back({edit_distance(name, k), k});
+  std::stable_sort(d.begin(), d.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  for (size_t i = 0; i < d.size() && i < 5; ++i) out += (i ? ", " : "") + d[i].second;
+  return out;
+}
+
+}  // namespace
+
+bool tap_glob_match(const std::string& p, const std::string& s) {
+  size_t i = 0, j = 0, star = std::string::npos, mark = 0;
+  while (j < s.size()) {
+    if (i < p.size() && (p[i] == '?' || p[i] == s[j])) {
+      ++i, ++j;
+    } else if (i < p.size() && p[i] == '*') {
+      star = i++;
+      mark = j;
+    } else if (star != std::string::npos) {
+      i = star + 1;
+      j = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (i < p.size() && p[i] == '*') ++i;
+  return i == p.size();
+}
+
+std::vector<std::string> tap_names(const ModelConfig& cfg, bool vision) {
+  std::vector<std::string> n;
+  if (vision) {
+    n.push_back("vision.patch_embed");
+    n.push_back("vision.ln_pre");
+    for (int l = 0; l < cfg.vision.num_hidden_layers; ++l)
+      for (const char* s : kLayerSites) n.push_back("vision." + std::to_string(l) + "." + s);
+    for (const char* s : {"in", "norm", "merged", "merge_out", "act", "out"}) n.push_back(std::string("projector.") + s);
+  }
+  n.push_back("text.embed");
+  for (int l = 0; l < cfg.text.num_hidden_layers; ++l)
+    for (const char* s : kLayerSites) n.push_back("text." + std::to_string(l) + "." + s);
+  n.push_back("text.norm");
+  return n;
+}
+
+Taps Taps::select(const std::vector<std::string>& requested, const std::vector<std::string>& known) {
+  std::set<std::string> chosen;
+  Taps t;
+  for (const auto& r : requested) {
+    if (r.empty()) continue;
+    const bool pattern = r.find_first_of("*?") != std::string::npos;
+    if (!pattern) {
+      if (std::find(known.begin(), known.end(), r) == known.end())
+        fail(ErrorKind::kInvalidArgument, "unknown tap '", r, "'; closest: ", closest(r, known),
+             " (--taps list prints them all)");
+      chosen.insert(r);
+      t.exact_.push_back(r);
+      continue;
+    }
+    size_t hits = 0;
+    for (const auto& k : known)
+      if (tap_glob_match(r, k)) chosen.insert(k), ++hits;
+    if (hits == 0) fail(ErrorKind::kInvalidArgument, "tap pattern '", r, "' matches no tap (--taps list prints them)");
+  }
+  if (chosen.empty()) fail(ErrorKind::kInvalidArgument, "no tap selected");
+  for (const auto& k : known)
+    if (chosen.count(k)) {
+      t.order_.push_back(k);
+      t.data_[k];
+    }
+  return t;
+}
+
+void Taps::record(const char* scope, int layer, const char* site, const float* data, int64_t rows, int64_t cols) {
+  std::string name = scope;
+  if (layer >= 0) name += "." + std::to_string(layer);
+  name += ".";
+  name += site;
+  auto it = data_.find(name);
+  if (it == data_.end()) return;
+  Buf& b = it->second;
+  LOCR_CHECK(b.rows == 0 || b.cols == cols, "tap ", name, ": ", cols, " columns after ", b.cols);
+  b.cols = cols;
+  b.rows += rows;
+  b.v.insert(b.v.end(), data, data + rows * cols);
+}
+
+std::vector<std::string> Taps::missing() const {
+  std::vector<std::string> m;
+  for (const auto& n : order_)
+    if (data_.at(n).rows == 0) m.push_back(n);
+  return m;
+}
+
+std::vector<std::pair<std::string, Tensor>> Taps::tensors() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& n : order_) {
+    const Buf& b = data_.at(n);
+    if (b.rows == 0) continue;
+    Tensor t = Tensor::empty(DType::kF32, {b.rows, b.cols});
+    std::memcpy(t.raw(), b.v.data(), b.v.size() * sizeof(float));
+    out.push_back({n, std::move(t)});
+  }
+  return out;
+}
+
+}  // namespace locr::model
