@@ -116,7 +116,7 @@ int cmd_eval(int argc, char** argv) {
   a.option("output", "JSON report (default accuracy_result.json)", "FILE");
   a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref, cuda (GPU executor)", "NAME");
   a.option("reference", "reference backend (default cpu-f32)", "NAME");
-  a.option("quantization", "quantize the candidate's weights at load: q8_0 (the reference stays as stored)", "METHOD");
+  a.option("quantization", "quantize the candidate's weights at load: q8_0 or q4_k (the reference stays as stored)", "METHOD");
   a.repeated("image", "extra input: an image file (OCR request, image only)", "FILE");
   a.repeated("prompt", "extra input: a text prompt", "TEXT");
   a.flag("no-builtin", "run only the --image/--prompt inputs");

@@ -278,13 +278,13 @@ int cmd_serve(int argc, char** argv) {
     if (v != "auto" && v != "bfloat16" && v != "bf16") LOCR_INFO("note: --kv-cache-dtype ", v, ": the CUDA KV cache is bfloat16");
     handled.insert("kv-cache-dtype");
   }
-  // --quantization q8_0 quantizes the weights at load (model/quantize_weights.h); vLLM's other
+  // --quantization q8_0|q4_k quantizes the weights at load (model/quantize_weights.h); vLLM's other
   // methods (awq, gptq, fp8, ...) name checkpoint formats locr does not read and stay a note.
   std::string quantization;
   if (a.has("quantization")) {
     std::string v = a.get("quantization");
     std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (v == "q8_0") {
+    if (v == "q8_0" || v == "q4_k") {
       quantization = v;
       handled.insert("quantization");
     }

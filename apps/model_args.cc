@@ -22,7 +22,7 @@ void add_model_options(Args& a) {
   a.option("device", "cpu (default) or cuda (= --backend cuda)", "NAME");
   a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
-  a.option("quantization", "quantize the weights at load: q8_0 (GGUF Q8_0 int8 weights, CPU backends)", "METHOD");
+  a.option("quantization", "quantize the weights at load: q8_0 (GGUF Q8_0 int8 weights) or q4_k (GGUF Q4_K 4-bit weights); CPU backends", "METHOD");
 }
 
 void add_prompt_options(Args& a) {

@@ -61,7 +61,7 @@ const NoEffect kNoEffect[] = {
     {"rope-scaling", Takes::kValue, "LightOnOCR's rope is fixed by config.json"},
     {"rope-theta", Takes::kValue, "LightOnOCR's rope is fixed by config.json"},
     {"tokenizer-revision", Takes::kValue, "MODEL must be a local directory"},
-    {"quantization", Takes::kValue, "only q8_0 (quantized at load) is supported; the weights run as stored"},
+    {"quantization", Takes::kValue, "only q8_0 and q4_k (quantized at load) are supported; the weights run as stored"},
     {"trust-remote-code", Takes::kFlag, "no Python code is ever run; LightOnOCR is built in"},
     {"enforce-eager", Takes::kFlag, "there are no CUDA graphs on CPU"},
     {"logprobs-mode", Takes::kValue, "logprobs are those of the processed (sampled-from) distribution"},

@@ -29,11 +29,16 @@ int64_t dtype_row_bytes(DType t, int64_t cols) {
     if (cols % 32 != 0) fail(ErrorKind::kInvalidArgument, "a Q8_0 row of ", cols, " elements is not a whole number of 32-element blocks");
     return cols / 32 * 34;
   }
+  if (t == DType::kQ4_K) {
+    if (cols % 256 != 0) fail(ErrorKind::kInvalidArgument, "a Q4_K row of ", cols, " elements is not a whole number of 256-element super-blocks");
+    return cols / 256 * 144;
+  }
   return cols * static_cast<int64_t>(dtype_size(t));
 }
 
 const char* dtype_name(DType t) {
   if (t == DType::kQ8_0) return "Q8_0";
+  if (t == DType::kQ4_K) return "Q4_K";
   for (const auto& i : kInfos)
     if (i.t == t) return i.name;
   return "?";

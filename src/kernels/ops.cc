@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/q4_k_block.h"
 #include "kernels/ref/ref_ops.h"
 
 namespace locr::kernels {
@@ -36,6 +37,9 @@ float Matrix::at(int64_t r, int64_t c) const {
       std::memcpy(&d, block, 2);
       return f16_to_f32(d) * static_cast<float>(static_cast<int8_t>(block[2 + c % 32]));
     }
+    case DType::kQ4_K:
+      return cpu::q4_k_value(static_cast<const uint8_t*>(data) + r * dtype_row_bytes(dtype, cols) + c / 256 * 144,
+                             static_cast<int>(c % 256));
     default:
       LOCR_CHECK(false, "unsupported weight dtype ", dtype_name(dtype));
   }

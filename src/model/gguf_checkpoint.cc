@@ -217,6 +217,12 @@ GenerationConfig gguf_generation_config(const io::GgufFile& text) {
   return g;
 }
 
+DType native_quantized_dtype(uint32_t type, int64_t cols) {
+  if (type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && cols % 32 == 0) return DType::kQ8_0;
+  if (type == static_cast<uint32_t>(io::GgmlType::kQ4_K) && cols % 256 == 0) return DType::kQ4_K;
+  return DType::kF32;
+}
+
 std::vector<int64_t> unpermute_rows(int64_t n_heads, int64_t head_dim) {
   std::vector<int64_t> row_of(static_cast<size_t>(n_heads * head_dim));
   const int64_t half = head_dim / 2;
@@ -227,17 +233,19 @@ std::vector<int64_t> unpermute_rows(int64_t n_heads, int64_t head_dim) {
 }
 
 Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::GgufTensor& t, int64_t rows,
-                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of, bool keep_q8_0) {
+                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of, bool keep_quantized) {
   LOCR_CHECK(rows * cols == t.elements, "bind_gguf_matrix: ", t.name, " shape");
   const std::string_view bytes = file->data(t);
-  if (keep_q8_0 && t.type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && cols % 32 == 0) {
-    // Q8_0 rows are independent runs of blocks: used in place, or rows copied for a permutation.
+  const DType kept = keep_quantized ? native_quantized_dtype(t.type, cols) : DType::kF32;
+  if (kept != DType::kF32) {
+    // Q8_0 / Q4_K rows are independent runs of blocks: used in place, or rows copied for a permutation.
     Matrix m;
-    m.dtype = DType::kQ8_0;
+    m.dtype = kept;
     m.rows = rows;
     m.cols = cols;
-    const int64_t row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
-    LOCR_CHECK(static_cast<int64_t>(bytes.size()) == rows * row_bytes, "bind_gguf_matrix: ", t.name, " Q8_0 size");
+    const int64_t row_bytes = dtype_row_bytes(kept, cols);
+    LOCR_CHECK(static_cast<int64_t>(bytes.size()) == rows * row_bytes, "bind_gguf_matrix: ", t.name, " ",
+               dtype_name(kept), " size");
     if (!row_of) {
       m.data = bytes.data();
       m.holder = file;
@@ -294,8 +302,8 @@ namespace {
 // Binds the tensors of one GGUF by name, as weights.cc's Binder does for safetensors.
 class GgufBinder {
  public:
-  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to, kernels::Ops* pack, bool keep_q8_0)
-      : f_(std::move(f)), to_(dequantize_to), pack_(pack), keep_q8_0_(keep_q8_0) {}
+  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to, kernels::Ops* pack, bool keep_quantized)
+      : f_(std::move(f)), to_(dequantize_to), pack_(pack), keep_quantized_(keep_quantized) {}
 
   Matrix get(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>* row_of = nullptr) {
     const io::GgufTensor* t = f_->find(name);
@@ -315,8 +323,7 @@ class GgufBinder {
     const bool plain = t->type == static_cast<uint32_t>(io::GgmlType::kF32) ||
                        t->type == static_cast<uint32_t>(io::GgmlType::kF16) ||
                        t->type == static_cast<uint32_t>(io::GgmlType::kBF16);
-    const bool native = keep_q8_0_ && t->type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && shape.size() == 2 &&
-                        shape[1] % 32 == 0;
+    const bool native = keep_quantized_ && shape.size() == 2 && native_quantized_dtype(t->type, shape[1]) != DType::kF32;
     if (!plain) ++(native ? native_ : quantized_)[ti->name];
     used_.insert(name);
     const int64_t rows = shape.size() == 1 ? 1 : shape[0];
@@ -364,17 +371,18 @@ class GgufBinder {
     int n = 0, q = 0;
     const std::string native = count(native_, &n), kinds = count(quantized_, &q);
     if (n > 0)
-      LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run as stored by the int8 kernels");
+      LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run as stored by the integer kernels");
     if (q > 0)
       LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", q > 1 ? "s" : "", " dequantized once at load to ",
-                dtype_name(to_), keep_q8_0_ ? " (native kernels exist for Q8_0 only)" : " (this backend has no kernels for quantized weights)");
+                dtype_name(to_), keep_quantized_ ? " (native kernels exist for Q8_0 and Q4_K only)"
+                                                 : " (this backend has no kernels for quantized weights)");
   }
 
  private:
   std::shared_ptr<io::GgufFile> f_;
   DType to_;
   kernels::Ops* pack_;
-  bool keep_q8_0_;
+  bool keep_quantized_;
   std::unordered_set<std::string> used_;
   std::map<std::string, int> quantized_, native_;
 };
@@ -382,13 +390,13 @@ class GgufBinder {
 }  // namespace
 
 ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to,
-                               kernels::Ops* pack, bool keep_q8_0) {
+                               kernels::Ops* pack, bool keep_quantized) {
   if (dequantize_to != DType::kF32 && dequantize_to != DType::kBF16)
     fail(ErrorKind::kInvalidArgument, "quantized GGUF tensors dequantize to F32 or BF16, not ", dtype_name(dequantize_to));
   ModelWeights w;
   const TextConfig& t = cfg.text;
   const int64_t H = t.hidden_size, hd = t.head_dim;
-  GgufBinder b(ck.text, dequantize_to, pack, keep_q8_0);
+  GgufBinder b(ck.text, dequantize_to, pack, keep_quantized);
   w.text.embed_tokens = b.get("token_embd.weight", {t.vocab_size, H});
   for (int i = 0; i < t.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -412,7 +420,7 @@ ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg,
 
   w.has_vision = ck.mmproj != nullptr;
   if (!w.has_vision) return w;
-  GgufBinder vb(ck.mmproj, dequantize_to, pack, keep_q8_0);
+  GgufBinder vb(ck.mmproj, dequantize_to, pack, keep_quantized);
   const VisionConfig& v = cfg.vision;
   const int64_t V = v.hidden_size, p = v.patch_size;
   const int64_t A = static_cast<int64_t>(v.num_attention_heads) * v.head_dim;

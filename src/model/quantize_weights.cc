@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q8_0.h"
 
 namespace locr::model {
@@ -21,11 +22,13 @@ void to_f32_row(const Matrix& m, int64_t r, float* out) {
                  static_cast<size_t>(m.cols));
 }
 
-// Replaces m by its Q8_0 quantization (a new buffer; the checkpoint's pages are left alone).
-bool quantize_q8_0(Matrix& m) {
-  if (m.data == nullptr || m.cols % 32 != 0 || m.dtype == DType::kQ8_0) return false;
+// Replaces m by its quantization to `to` (Q8_0 or Q4_K; a new buffer, the checkpoint's pages are
+// left alone). False (m unchanged) when m is not a float matrix or its rows are not whole blocks.
+bool quantize_matrix(Matrix& m, DType to) {
+  const int64_t block = to == DType::kQ4_K ? 256 : 32;
+  if (m.data == nullptr || m.cols % block != 0) return false;
   if (m.dtype != DType::kF32 && m.dtype != DType::kBF16 && m.dtype != DType::kF16) return false;
-  const int64_t row_bytes = dtype_row_bytes(DType::kQ8_0, m.cols);
+  const int64_t row_bytes = dtype_row_bytes(to, m.cols);
   auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(m.rows * row_bytes));
   uint8_t* dst = buf->data();
   const Matrix src = m;
@@ -33,11 +36,12 @@ bool quantize_q8_0(Matrix& m) {
     std::vector<float> row(static_cast<size_t>(src.cols));
     for (int64_t r = b; r < e; ++r) {
       to_f32_row(src, r, row.data());
-      kernels::quantize_row_q8_0(row.data(), dst + r * row_bytes, src.cols);
+      if (to == DType::kQ4_K) kernels::quantize_row_q4_K(row.data(), dst + r * row_bytes, src.cols);
+      else kernels::quantize_row_q8_0(row.data(), dst + r * row_bytes, src.cols);
     }
   });
   Matrix q;
-  q.dtype = DType::kQ8_0;
+  q.dtype = to;
   q.rows = m.rows;
   q.cols = m.cols;
   q.data = dst;
@@ -48,14 +52,19 @@ bool quantize_q8_0(Matrix& m) {
 
 }  // namespace
 
-int quantize_weights(ModelWeights& w, const std::string& method) {
+QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
   std::string k = method;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (k != "q8_0")
+  if (k != "q8_0" && k != "q4_k")
     fail(ErrorKind::kInvalidArgument, "--quantization ", method, " is not supported: use q8_0 (GGUF Q8_0, int8 "
-         "weights with a scale per 32; CPU backends), or leave it out to run the checkpoint's own dtype");
-  int n = 0;
-  auto q = [&](Matrix& m) { n += quantize_q8_0(m) ? 1 : 0; };
+         "weights with a scale per 32) or q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256; CPU backends), "
+         "or leave it out to run the checkpoint's own dtype");
+  const DType to = k == "q4_k" ? DType::kQ4_K : DType::kQ8_0;
+  QuantizeCounts n;
+  auto q = [&](Matrix& m) {
+    if (quantize_matrix(m, to)) ++(to == DType::kQ4_K ? n.q4_k : n.q8_0);
+    else if (to == DType::kQ4_K && quantize_matrix(m, DType::kQ8_0)) ++n.q8_0;  // rows not whole super-blocks
+  };
   for (auto& L : w.text.layers)
     for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) q(*m);
   q(w.text.lm_head);  // a tied head shares the embedding's storage: it gets its own copy, the table stays
@@ -64,7 +73,12 @@ int quantize_weights(ModelWeights& w, const std::string& method) {
       for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) q(*m);
     for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) q(*m);
   }
-  LOCR_INFO("quantization q8_0: ", n, " weight matrices quantized to Q8_0 at load");
+  if (to == DType::kQ4_K)
+    LOCR_INFO("quantization q4_k: ", n.q4_k, " weight matrices quantized to Q4_K at load",
+              n.q8_0 > 0 ? ", " + std::to_string(n.q8_0) + " to Q8_0 (rows not a whole number of 256-weight super-blocks)"
+                         : std::string());
+  else
+    LOCR_INFO("quantization q8_0: ", n.q8_0, " weight matrices quantized to Q8_0 at load");
   return n;
 }
 

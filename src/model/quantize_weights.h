@@ -1,11 +1,13 @@
-// On-the-fly weight quantization at load (`--quantization q8_0`): the matmul weights of a loaded
-// checkpoint (F32 / BF16 / F16) become GGUF Q8_0 (kernels/cpu/quant_q8_0.h: llama.cpp's quantizer,
-// 1.06 bytes per weight instead of 2), run by the CPU backend's int8 kernels.
+// On-the-fly weight quantization at load (`--quantization q8_0|q4_k`): the matmul weights of a
+// loaded checkpoint (F32 / BF16 / F16) become GGUF Q8_0 (kernels/cpu/quant_q8_0.h: 1.06 bytes per
+// weight instead of 2) or Q4_K (kernels/cpu/quant_q4_k.h: 0.56 bytes per weight), with llama.cpp's
+// quantizers, run by the CPU backend's integer kernels.
 //
 // Quantized: every linear layer of the text decoder, the vision encoder and the projector whose
-// input width is a whole number of 32-element blocks, and the LM head. Kept as stored: the norms,
-// the embedding table (gathered, not multiplied; a tied LM head gets its own quantized copy) and the
-// patch convolution (3 * 14 * 14 = 588 inputs, not a multiple of 32).
+// input width is a whole number of blocks (32 for Q8_0, 256 for Q4_K; with q4_k a layer whose
+// width is not a multiple of 256 but of 32 becomes Q8_0 instead, and the log says how many), and
+// the LM head. Kept as stored: the norms, the embedding table (gathered, not multiplied; a tied LM
+// head gets its own quantized copy) and the patch convolution (3 * 14 * 14 = 588 inputs).
 #pragma once
 
 #include <string>
@@ -14,8 +16,13 @@
 
 namespace locr::model {
 
-// "q8_0" (vLLM-style spellings accepted: case-insensitive). Any other value is a kInvalidArgument
-// error naming the supported ones. Returns the number of matrices quantized.
-int quantize_weights(ModelWeights& w, const std::string& method);
+struct QuantizeCounts {
+  int q8_0 = 0, q4_k = 0;  // matrices quantized to each type
+  int total() const { return q8_0 + q4_k; }
+};
+
+// "q8_0" or "q4_k" (case-insensitive). Any other value is a kInvalidArgument error naming the
+// supported ones.
+QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method);
 
 }  // namespace locr::model

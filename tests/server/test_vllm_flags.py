@@ -146,6 +146,18 @@ def test_quantization_q8_0_quantizes_at_load_and_serves():
         assert s.stop() == 0
 
 
+def test_quantization_q4_k_quantizes_at_load_and_serves():
+    # tiny_a's widths (64, 128) are no whole Q4_K super-blocks: its weights fall back to Q8_0, said so.
+    s = Server("--quantization", "q4_k")
+    try:
+        assert "quantization q4_k: 0 weight matrices quantized to Q4_K at load, 32 to Q8_0" in s.log
+        assert "--quantization has no effect" not in s.log
+        r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
+    finally:
+        assert s.stop() == 0
+
+
 def test_short_aliases_and_underscores():
     out = subprocess.run([locr_bin(), "serve", str(MODEL), "-tp", "2", "--port", "0"], capture_output=True, text=True,
                          timeout=60)

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/image.h"
 #include "model/lighton_ocr.h"
+#include "model/quantize_weights.h"
 #include "runtime/generate.h"
 
 namespace locr::model {
@@ -89,12 +90,30 @@ TEST(QuantizeWeights, Q8_0ModelStaysWithinTheSeedsThresholdOfTheCheckpoint) {
   }
 }
 
+// tiny_a's widths (64, 128) are no whole Q4_K super-blocks: with q4_k those weights become Q8_0
+// (the 256-wide model of gguf_q4_k_model_test.cc gets Q4_K), the rest stays as stored.
+TEST(QuantizeWeights, Q4_KKeepsWeightsNarrowerThanASuperBlockInQ8_0) {
+  LoadOptions lo;
+  lo.backend = "cpu-f32";
+  const auto base = LightOnOcr::load(tiny("tiny_a"), lo);
+  ModelWeights w = base->weights();
+  const QuantizeCounts n = quantize_weights(w, "Q4_K");
+  EXPECT_EQ(n.q4_k, 0);
+  EXPECT_EQ(n.total(), n.q8_0);
+  EXPECT_GT(n.q8_0, 14);
+  for (const auto& L : w.text.layers) EXPECT_EQ(L.down_proj.dtype, DType::kQ8_0);
+  EXPECT_EQ(w.text.lm_head.dtype, DType::kQ8_0);
+  EXPECT_EQ(w.text.embed_tokens.dtype, base->weights().text.embed_tokens.dtype);
+  const auto q = load("q4_k");
+  EXPECT_GT(cosine(run(*q, false).logits, run(*load(""), false).logits), 0.999);
+}
+
 TEST(QuantizeWeights, UnsupportedMethodsAndBackendsAreClearErrors) {
   try {
     load("awq");
     ADD_FAILURE() << "awq accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--quantization awq is not supported: use q8_0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--quantization awq is not supported: use q8_0 (GGUF Q8_0, int8 weights with a scale per 32) or q4_k"), std::string::npos) << e.what();
   }
   try {
     load("q8_0", "cuda");

@@ -23,6 +23,8 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q8_0.h"
 
 namespace locr::kernels {
@@ -256,7 +258,7 @@ class CpuOps final : public Ops {
   }
 
   void prepare(Matrix& w) override {
-    if (w.dtype == DType::kQ8_0) return;  // used as stored (quant_q8_0.h)
+    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_K) return;  // used as stored (quant_q8_0.h, quant_q4_k.h)
     if (own_packed(w) != nullptr) return;
     w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
   }
@@ -265,6 +267,10 @@ class CpuOps final : public Ops {
     if (M <= 0) return;
     if (w.dtype == DType::kQ8_0) {
       gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);
+      return;
+    }
+    if (w.dtype == DType::kQ4_K) {
+      gemm_q4_K(isa_, w.data, w.rows, w.cols, x, M, y);
       return;
     }
     std::shared_ptr<void> temp;
@@ -543,6 +549,12 @@ class CpuOps final : public Ops {
           const float d = f16_to_f32(h);
           for (int j = 0; j < 32; ++j) out[b * 32 + j] = d * static_cast<float>(static_cast<int8_t>(block[2 + j]));
         }
+        break;
+      }
+      case DType::kQ4_K: {  // Matrix::at's values (io::dequantize_row's), a super-block at a time
+        const auto* block = static_cast<const uint8_t*>(m.data) + r * dtype_row_bytes(m.dtype, n);
+        for (int64_t b = 0; b < n / 256; ++b, block += 144)
+          for (int e = 0; e < 256; ++e) out[b * 256 + e] = cpu::q4_k_value(block, e);
         break;
       }
       default:

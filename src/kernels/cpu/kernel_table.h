@@ -95,6 +95,12 @@ struct KernelTable {
   // n and m (batch invariance).
   void (*gemm_q8_0)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                     int64_t n_blocks, float* c, int64_t ldc);
+  // Q4_K weights (GGUF's 144-byte super-blocks of 256) against Q8_K activations (292-byte blocks
+  // from quantize_row_q8_K), q4_k_block.h: c[i * ldc + r] = the canonical Q4_K dot product of weight
+  // row r and activation row i, n_blocks super-blocks each. The same bits on every path, whatever
+  // n and m.
+  void (*gemm_q4_k)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
+                    int64_t n_blocks, float* c, int64_t ldc);
 
   // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
   // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.

@@ -15,6 +15,7 @@
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/kernels_impl.h"
 #include "kernels/cpu/q8_0_simd.h"
+#include "kernels/cpu/q4_k_simd.h"
 
 #include <time.h>
 
@@ -157,6 +158,7 @@ const KernelTable* kernel_table_avx512() {
   static const KernelTable t = [] {
     KernelTable k = avx512::base_table("avx512");
     k.gemm_q8_0 = q8_0_gemm_simd;
+    k.gemm_q4_k = q4_k_gemm_simd;
     return k;
   }();
   return &t;
@@ -166,6 +168,7 @@ const KernelTable* kernel_table_avx512_bf16() {
   static const KernelTable t = [] {
     KernelTable k = avx512::base_table("avx512-bf16");
     k.gemm_q8_0 = q8_0_gemm_simd;
+    k.gemm_q4_k = q4_k_gemm_simd;
     k.bf16_dot = true;
     k.pack_a_pairs = avx512::k_pack_a_pairs;
     k.gemm_tile = avx512::k_gemm_tile_bf16;

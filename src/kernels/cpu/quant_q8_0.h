@@ -5,7 +5,6 @@
 // Every ISA path (generic, avx2, avx512, avx512-bf16) returns the same bits for the same inputs
 // (kernel_table.h gemm_q8_0, q8_0_block.h). The reference is io::dequantize_row: a Q8_0 dot product equals the
 // float dot product of the two dequantized rows up to float rounding.
-// Not wired to the model yet (issue 18): the loader, GEMM for prefill/vision and Q4_K come next.
 #pragma once
 
 #include <cstdint>
