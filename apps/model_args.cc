@@ -5,7 +5,7 @@
 #include "core/thread_pool.h"
 #include "io/file.h"
 #include "io/image.h"
-#include "tools/hub.h"
+#include "toolkit/hub.h"
 
 namespace locr::app {
 
@@ -59,7 +59,7 @@ bool is_gguf_path(const std::string& spec) {
 
 std::string model_path(const std::string& spec) {
   // ORG/NAME resolves to the Hugging Face cache snapshot (pulled when missing).
-  return is_gguf_path(spec) ? spec : tools::resolve_model(spec);
+  return is_gguf_path(spec) ? spec : toolkit::resolve_model(spec);
 }
 
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {
