@@ -17,11 +17,11 @@
 #include "apps/commands.h"
 #include "core/error.h"
 #include "model/tokenizer.h"
-#include "tools/bench_stats.h"
-#include "tools/hub.h"
-#include "tools/openai_client.h"
-#include "tools/progress.h"
-#include "tools/synth_image.h"
+#include "toolkit/bench_stats.h"
+#include "toolkit/hub.h"
+#include "toolkit/openai_client.h"
+#include "toolkit/progress.h"
+#include "toolkit/synth_image.h"
 
 namespace locr::app {
 
@@ -60,11 +60,11 @@ std::string random_prompt(std::mt19937_64& rng, int len, const model::Tokenizer*
 }
 
 struct PhaseResult {
-  tools::BenchSummary summary;
-  std::vector<tools::RequestRecord> records;
+  toolkit::BenchSummary summary;
+  std::vector<toolkit::RequestRecord> records;
 };
 
-PhaseResult run_phase(const std::string& label, const tools::HttpUrl& u, const Workload& w, const tools::Headers& headers,
+PhaseResult run_phase(const std::string& label, const toolkit::HttpUrl& u, const Workload& w, const toolkit::Headers& headers,
                       int n, int concurrency, double rate, uint64_t seed, bool progress, double timeout) {
   std::vector<double> arrival(static_cast<size_t>(n), 0.0);
   if (rate > 0 && std::isfinite(rate)) {
@@ -75,19 +75,19 @@ PhaseResult run_phase(const std::string& label, const tools::HttpUrl& u, const W
     arrival[0] = 0;
   }
   const int workers = std::max(1, std::min(n, concurrency > 0 ? concurrency : n));
-  std::vector<tools::RequestRecord> recs(static_cast<size_t>(n));
+  std::vector<toolkit::RequestRecord> recs(static_cast<size_t>(n));
   std::atomic<int> next{0}, done{0};
   std::mutex mu;
-  tools::ProgressBar bar(label, progress, /*bytes=*/false);
+  toolkit::ProgressBar bar(label, progress, /*bytes=*/false);
   const auto t0 = clock_t_::now();
   auto worker = [&] {
-    tools::HttpClient cli(u.origin(), timeout);
+    toolkit::HttpClient cli(u.origin(), timeout);
     for (int i; (i = next++) < n;) {
       std::this_thread::sleep_until(t0 + std::chrono::duration_cast<clock_t_::duration>(std::chrono::duration<double>(arrival[i])));
       auto& r = recs[static_cast<size_t>(i)];
       const auto ts = clock_t_::now();
       r.start_s = std::chrono::duration<double>(ts - t0).count();
-      const auto res = tools::stream_completion(cli, u.path, w.bodies[static_cast<size_t>(i) % w.bodies.size()], headers, w.chat,
+      const auto res = toolkit::stream_completion(cli, u.path, w.bodies[static_cast<size_t>(i) % w.bodies.size()], headers, w.chat,
                                                 [&](const std::string& s) {
                                                   r.on_chunk(std::chrono::duration<double>(clock_t_::now() - ts).count());
                                                   r.text += s;
@@ -109,7 +109,7 @@ PhaseResult run_phase(const std::string& label, const tools::HttpUrl& u, const W
   bar.finish();
   const double dur = std::chrono::duration<double>(clock_t_::now() - t0).count();
   PhaseResult p;
-  p.summary = tools::summarize(recs, dur, w.chat);
+  p.summary = toolkit::summarize(recs, dur, w.chat);
   p.records = std::move(recs);
   return p;
 }
@@ -146,7 +146,7 @@ int cmd_bench(int argc, char** argv) {
 
   const bool ocr = a.has("image") || a.has("image-size");
   std::string url = a.get("url", ocr ? "http://localhost:8000/v1/chat/completions" : "http://localhost:8000/v1/completions");
-  const tools::HttpUrl u = tools::parse_url(url);
+  const toolkit::HttpUrl u = toolkit::parse_url(url);
   const bool chat = u.path.find("chat/completions") != std::string::npos;
   if (ocr && !chat) fail(ErrorKind::kInvalidArgument, "the OCR workload needs a /v1/chat/completions --url");
   const uint64_t seed = std::stoull(a.get("seed", "0"));
@@ -155,12 +155,12 @@ int cmd_bench(int argc, char** argv) {
   const double rate = a.get_double("request-rate", 0);
   const int conc = a.get_int("throughput-concurrency", rate > 0 ? 0 : 2);
   const double timeout = a.get_double("timeout", 600);
-  tools::Headers headers;
+  toolkit::Headers headers;
   if (a.has("api-key")) headers.emplace_back("Authorization", "Bearer " + a.get("api-key"));
 
   std::string model_name = a.get("model");
   if (model_name.empty()) {
-    tools::HttpClient cli(u.origin(), 30);
+    toolkit::HttpClient cli(u.origin(), 30);
     const auto r = cli.get("/v1/models", headers);
     const json j = json::parse(r.body, nullptr, false);
     if (!r.ok() || j.is_discarded() || !j.contains("data") || j["data"].empty())
@@ -181,23 +181,23 @@ int cmd_bench(int argc, char** argv) {
   const int n_bodies = std::max({1, lat_iters + n_tp});
   std::mt19937_64 rng(seed);
   std::unique_ptr<model::Tokenizer> tok;
-  if (a.has("tokenizer")) tok = model::Tokenizer::from_file(tools::resolve_model(a.get("tokenizer")) + "/tokenizer.json");
+  if (a.has("tokenizer")) tok = model::Tokenizer::from_file(toolkit::resolve_model(a.get("tokenizer")) + "/tokenizer.json");
   std::vector<std::string> pages;
   if (ocr) {
-    for (const auto& f : a.get_all("image")) pages.push_back(tools::image_file_data_url(f));
+    for (const auto& f : a.get_all("image")) pages.push_back(toolkit::image_file_data_url(f));
     if (a.has("image-size")) {
       int pw = 0, ph = 0;
       if (std::sscanf(a.get("image-size").c_str(), "%dx%d", &pw, &ph) != 2 || pw <= 0 || ph <= 0)
         fail(ErrorKind::kInvalidArgument, "--image-size must be WxH, got '", a.get("image-size"), "'");
       for (int i = 0; i < std::min(n_bodies, 8); ++i)
-        pages.push_back(tools::png_data_url(tools::encode_png(tools::synth_page(pw, ph, seed + static_cast<uint64_t>(i)))));
+        pages.push_back(toolkit::png_data_url(toolkit::encode_png(toolkit::synth_page(pw, ph, seed + static_cast<uint64_t>(i)))));
     }
   }
   for (int i = 0; i < n_bodies; ++i) {
     json b = common;
     b["seed"] = static_cast<int64_t>(seed) + i;
     if (ocr) {
-      b["messages"] = json::array({{{"role", "user"}, {"content", tools::user_content({pages[static_cast<size_t>(i) % pages.size()]}, a.get("prompt"))}}});
+      b["messages"] = json::array({{{"role", "user"}, {"content", toolkit::user_content({pages[static_cast<size_t>(i) % pages.size()]}, a.get("prompt"))}}});
     } else if (chat) {
       b["messages"] = json::array({{{"role", "user"}, {"content", random_prompt(rng, input_len, tok.get())}}});
     } else {
@@ -226,8 +226,8 @@ int cmd_bench(int argc, char** argv) {
   int failed = 0;
   if (lat_iters > 0) {
     auto p = run_phase("latency", u, w, headers, lat_iters, 1, 0, seed, progress, timeout);
-    std::printf("%s", tools::format_summary(p.summary, "Latency (sequential, " + std::to_string(lat_iters) + " requests)").c_str());
-    out["latency"] = tools::to_json(p.summary);
+    std::printf("%s", toolkit::format_summary(p.summary, "Latency (sequential, " + std::to_string(lat_iters) + " requests)").c_str());
+    out["latency"] = toolkit::to_json(p.summary);
     failed += static_cast<int>(p.summary.failed);
   }
   if (n_tp > 0) {
@@ -236,8 +236,8 @@ int cmd_bench(int argc, char** argv) {
     auto p = run_phase("throughput", u, tw, headers, n_tp, conc, rate, seed + 1, progress, timeout);
     std::string title = "Throughput (" + std::to_string(n_tp) + " requests, ";
     title += rate > 0 ? "rate " + std::to_string(rate).substr(0, 6) + "/s)" : "concurrency " + std::to_string(conc) + ")";
-    std::printf("%s", tools::format_summary(p.summary, title).c_str());
-    json t = tools::to_json(p.summary);
+    std::printf("%s", toolkit::format_summary(p.summary, title).c_str());
+    json t = toolkit::to_json(p.summary);
     t["max_concurrency"] = conc > 0 ? json(conc) : json(nullptr);
     t["request_rate"] = rate > 0 ? json(rate) : json("inf");
     out["throughput"] = t;

@@ -9,7 +9,7 @@
 #include "apps/model_args.h"
 #include "core/log.h"
 #include "runtime/detokenizer.h"
-#include "tools/openai_client.h"
+#include "toolkit/openai_client.h"
 
 namespace locr::app {
 
@@ -39,15 +39,15 @@ int chat_local(const Args& a) {
 
 int chat_api(const Args& a) {
   const std::string url = a.get("url", "http://localhost:8000/v1/chat/completions");
-  const tools::HttpUrl u = tools::parse_url(url);
+  const toolkit::HttpUrl u = toolkit::parse_url(url);
   nlohmann::json body;
   body["model"] = a.get("model-name", "lightonocr-2-1b");
   nlohmann::json messages = nlohmann::json::array();
   if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.get("system")}});
   std::vector<std::string> images;
-  for (const auto& f : a.get_all("image")) images.push_back(tools::image_file_data_url(f));
+  for (const auto& f : a.get_all("image")) images.push_back(toolkit::image_file_data_url(f));
   if (images.empty() && !a.has("prompt")) fail(ErrorKind::kInvalidArgument, "give --prompt TEXT and/or --image FILE");
-  messages.push_back({{"role", "user"}, {"content", tools::user_content(images, a.get("prompt"))}});
+  messages.push_back({{"role", "user"}, {"content", toolkit::user_content(images, a.get("prompt"))}});
   body["messages"] = messages;
   if (a.has("max-tokens")) body["max_tokens"] = a.get_int("max-tokens", 0);
   if (a.has("temperature")) body["temperature"] = a.get_double("temperature", 0);
@@ -57,12 +57,12 @@ int chat_api(const Args& a) {
   if (a.has("repetition-penalty")) body["repetition_penalty"] = a.get_double("repetition-penalty", 0);
   if (a.has("presence-penalty")) body["presence_penalty"] = a.get_double("presence-penalty", 0);
   if (a.has("frequency-penalty")) body["frequency_penalty"] = a.get_double("frequency-penalty", 0);
-  tools::Headers h;
+  toolkit::Headers h;
   if (a.has("api-key")) h.emplace_back("Authorization", "Bearer " + a.get("api-key"));
-  tools::HttpClient cli(u.origin(), a.get_double("timeout", 600));
+  toolkit::HttpClient cli(u.origin(), a.get_double("timeout", 600));
   const auto t0 = std::chrono::steady_clock::now();
   double ttft = -1;
-  const auto r = tools::stream_completion(cli, u.path, body, h, /*chat=*/true, [&](const std::string& s) {
+  const auto r = toolkit::stream_completion(cli, u.path, body, h, /*chat=*/true, [&](const std::string& s) {
     if (ttft < 0) ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     print_delta(s);
   });

@@ -14,9 +14,9 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/image.h"
-#include "tools/compare.h"
-#include "tools/hub.h"
-#include "tools/synth_image.h"
+#include "toolkit/compare.h"
+#include "toolkit/hub.h"
+#include "toolkit/synth_image.h"
 
 namespace locr::app {
 
@@ -40,10 +40,10 @@ std::vector<EvalInput> builtin_inputs() {
   in.push_back({"text_hello", "text", "", "Hello, how are you?", "", {}});
   in.push_back({"text_system_zh", "text", "You are a concise assistant.", "用一句中文说明 TCP 和 UDP 的核心区别。", "", {}});
   EvalInput p{"page_portrait", "image", "", "", "synthetic page 280x392", {}};
-  p.images.push_back(tools::synth_page(280, 392, 1));
+  p.images.push_back(toolkit::synth_page(280, 392, 1));
   in.push_back(std::move(p));
   EvalInput l{"page_landscape_text", "image+text", "", "Convert this page to markdown.", "synthetic page 448x308", {}};
-  l.images.push_back(tools::synth_page(448, 308, 2));
+  l.images.push_back(toolkit::synth_page(448, 308, 2));
   in.push_back(std::move(l));
   return in;
 }
@@ -130,7 +130,7 @@ int cmd_eval(int argc, char** argv) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
   const std::string dir = model_path(a.get("model"));
   const std::string cand = a.get("candidate", "cpu-bf16"), ref = a.get("reference", "cpu-f32");
-  tools::Thresholds th;
+  toolkit::Thresholds th;
   th.max_abs_error = a.get_double("max-abs-error", 1.0);
   th.min_cosine = a.get_double("min-cosine", 0.999);
   const double noise = a.get_double("perturb-candidate", 0.0);
@@ -159,7 +159,7 @@ int cmd_eval(int argc, char** argv) {
   report["thresholds"] = {{"max_abs_error", th.max_abs_error}, {"cosine_similarity", th.min_cosine},
                           {"rule", "max_abs_error < threshold and cosine_similarity > threshold; relative_error not judged"}};
   if (noise > 0) report["perturb_candidate"] = noise;
-  tools::StatsSummary all;
+  toolkit::StatsSummary all;
   ojson jin = ojson::array();
   std::printf("%-20s %6s  %-14s %11s %11s %11s %12s  %s\n", "input", "tokens", "tensor", "max_abs", "mean_abs", "rel_err",
               "cosine", "result");
@@ -169,18 +169,18 @@ int cmd_eval(int argc, char** argv) {
     const auto& r = ref_out[i];
     if (c.tokens != r.tokens || c.tensors.size() != r.tensors.size())
       fail(ErrorKind::kInternal, "backends disagree on the prompt of ", in.name);
-    tools::StatsSummary sum, hidden;
+    toolkit::StatsSummary sum, hidden;
     ojson tensors;
     bool top1 = true;
     for (size_t t = 0; t < c.tensors.size(); ++t) {
       auto& [name, cv] = c.tensors[t];
       const auto& rv = r.tensors[t].second;
       if (noise > 0) perturb(cv, noise, i * 1000 + t);
-      const auto s = tools::compare_tensors(cv.data(), rv.data(), static_cast<int64_t>(cv.size()));
-      const bool ok = tools::passes(s, th);
+      const auto s = toolkit::compare_tensors(cv.data(), rv.data(), static_cast<int64_t>(cv.size()));
+      const bool ok = toolkit::passes(s, th);
       sum.add(s, ok);
       all.add(s, ok);
-      ojson js = tools::to_json(s);
+      ojson js = toolkit::to_json(s);
       if (name == "logits") {
         const auto am = [](const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
         top1 = am(cv) == am(rv);

@@ -6,8 +6,8 @@
 #include "apps/args.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "tools/progress.h"
-#include "tools/synth_model.h"
+#include "toolkit/progress.h"
+#include "toolkit/synth_model.h"
 
 namespace locr::app {
 
@@ -22,7 +22,7 @@ int cmd_make_model(int argc, char** argv) {
   a.option("threads", "worker threads for the random fill (default: physical cores)", "N");
   a.flag("quiet", "no progress bar");
   if (!a.parse(argc, argv)) return 0;
-  tools::MakeModelOptions o;
+  toolkit::MakeModelOptions o;
   o.preset = a.get("preset", "lightonocr-2-1b");
   o.seed = std::stoull(a.get("seed", "0"));
   const std::string dt = a.get("dtype", "bf16");
@@ -32,8 +32,8 @@ int cmd_make_model(int argc, char** argv) {
   else fail(ErrorKind::kInvalidArgument, "--dtype must be bf16, f16 or f32, got '", dt, "'");
   o.out_dir = a.get("out");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
-  tools::ProgressBar bar("model.safetensors", !a.get_flag("quiet"));
-  const auto r = tools::make_model(o, [&](uint64_t done, uint64_t total) { bar.update(done, total); });
+  toolkit::ProgressBar bar("model.safetensors", !a.get_flag("quiet"));
+  const auto r = toolkit::make_model(o, [&](uint64_t done, uint64_t total) { bar.update(done, total); });
   bar.finish();
   std::printf("wrote %s: preset %s, %lld parameters, model.safetensors %.1f MB (%s) in %.2f s (%.2f s total)\n",
               o.out_dir.c_str(), o.preset.c_str(), static_cast<long long>(r.n_params), r.weights_bytes / 1e6, dt.c_str(),

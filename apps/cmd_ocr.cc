@@ -40,10 +40,10 @@
 #include "runtime/postprocess.h"
 #include "server/memory_plan.h"
 #include "server/ocr_grounding.h"
-#include "tools/http_client.h"
-#include "tools/hub.h"
-#include "tools/progress.h"
-#include "tools/synth_image.h"
+#include "toolkit/http_client.h"
+#include "toolkit/hub.h"
+#include "toolkit/progress.h"
+#include "toolkit/synth_image.h"
 
 namespace locr::app {
 
@@ -169,7 +169,7 @@ class LocalBackend : public Backend {
 class RemoteBackend : public Backend {
  public:
   RemoteBackend(const Args& a) : url_(a.get("server")), threshold_(confidence_threshold(a)) {
-    const tools::HttpUrl u = tools::parse_url(url_);
+    const toolkit::HttpUrl u = toolkit::parse_url(url_);
     origin_ = u.origin();
     std::string path = u.path;
     const size_t q = path.find('?');
@@ -186,7 +186,7 @@ class RemoteBackend : public Backend {
     model_name_ = a.get("model-name");
     if (model_name_.empty()) {
       // The server's first model (vLLM needs the exact served name).
-      tools::HttpClient cli(origin_, 30);
+      toolkit::HttpClient cli(origin_, 30);
       const auto r = cli.get(path_.substr(0, path_.size() - 17) + "/models", headers_);
       try {
         if (r.ok()) model_name_ = json::parse(r.body).at("data").at(0).at("id").get<std::string>();
@@ -214,10 +214,10 @@ class RemoteBackend : public Backend {
     img.alpha.clear();
     json body = sampling_;
     body["model"] = model_name_;
-    json content = json::array({{{"type", "image_url"}, {"image_url", {{"url", tools::png_data_url(tools::encode_png(img))}}}}});
+    json content = json::array({{{"type", "image_url"}, {"image_url", {{"url", toolkit::png_data_url(toolkit::encode_png(img))}}}}});
     if (grounding_) content.push_back({{"type", "text"}, {"text", kGroundingPrompt}});
     body["messages"] = json::array({{{"role", "user"}, {"content", std::move(content)}}});
-    tools::HttpClient cli(origin_, timeout_);
+    toolkit::HttpClient cli(origin_, timeout_);
     const auto r = cli.post(path_, body.dump(), "application/json", headers_);
     if (!r.ok()) {
       std::string msg = r.status == 0 ? r.error : "HTTP " + std::to_string(r.status);
@@ -250,7 +250,7 @@ class RemoteBackend : public Backend {
 
  private:
   std::string url_, origin_, path_, model_name_;
-  tools::Headers headers_;
+  toolkit::Headers headers_;
   double timeout_ = 600;
   bool grounding_ = false;
   double threshold_ = 0.5;
@@ -521,7 +521,7 @@ int cmd_ocr(int argc, char** argv) {
   std::atomic<size_t> next{0};
   int done = 0, failed = 0;
   const bool show = a.get_flag("progress", ::isatty(2) != 0);
-  tools::ProgressBar bar("ocr", show, /*bytes=*/false);
+  toolkit::ProgressBar bar("ocr", show, /*bytes=*/false);
   auto redraw = [&] {  // under mu
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     const double rate = secs > 0 ? done / secs : 0;

@@ -17,8 +17,8 @@
 #include "apps/model_args.h"
 #include "core/thread_pool.h"
 #include "runtime/executor_factory.h"
-#include "tools/bench_stats.h"
-#include "tools/synth_image.h"
+#include "toolkit/bench_stats.h"
+#include "toolkit/synth_image.h"
 
 namespace locr::app {
 
@@ -32,7 +32,7 @@ double time_it(const std::function<void()>& fn) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) { return tools::percentile(std::move(v), 50); }
+double median(std::vector<double> v) { return toolkit::percentile(std::move(v), 50); }
 
 int64_t peak_rss_bytes() {
   struct rusage ru {};
@@ -87,7 +87,7 @@ int cmd_perf(int argc, char** argv) {
   if (a.has("image-size") && std::sscanf(a.get("image-size").c_str(), "%dx%d", &W, &Hh) != 2)
     fail(ErrorKind::kInvalidArgument, "--image-size expects WxH, e.g. 1089x1540");
 
-  const io::Image page = tools::synth_page(W, Hh, 1);
+  const io::Image page = toolkit::synth_page(W, Hh, 1);
   std::vector<double> t_pre, t_vis, t_proj, t_prefill, t_dec, t_dec0, t_decn;
   model::Prompt prompt;
   int64_t n_patches = 0;

@@ -3,8 +3,8 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
-#include "tools/hub.h"
-#include "tools/progress.h"
+#include "toolkit/hub.h"
+#include "toolkit/progress.h"
 
 namespace locr::app {
 
@@ -21,16 +21,16 @@ int cmd_pull(int argc, char** argv) {
   a.option("max-retries", "retries per file after an interrupted transfer (default 3)", "N");
   a.flag("quiet", "no progress bars");
   if (!a.parse(argc, argv)) return 0;
-  tools::HubOptions o = tools::hub_options_from_env();
+  toolkit::HubOptions o = toolkit::hub_options_from_env();
   if (a.has("source")) o.source = a.get("source");
   o.revision = a.get("revision");
   o.endpoint = a.get("endpoint");
   if (a.has("cache-dir")) o.cache_dir = a.get("cache-dir");
   o.max_retries = a.get_int("max-retries", 3);
   o.progress = !a.get_flag("quiet");
-  const auto r = tools::pull_model(a.get("repo"), o);
+  const auto r = toolkit::pull_model(a.get("repo"), o);
   std::fprintf(stderr, "%s: %d files (%d downloaded, %s), commit %s\n", a.get("repo").c_str(), r.files, r.downloaded,
-               tools::human_bytes(static_cast<double>(r.bytes_downloaded)).c_str(), r.commit.empty() ? "(cached)" : r.commit.c_str());
+               toolkit::human_bytes(static_cast<double>(r.bytes_downloaded)).c_str(), r.commit.empty() ? "(cached)" : r.commit.c_str());
   std::printf("%s\n", r.snapshot_dir.c_str());
   return 0;
 }

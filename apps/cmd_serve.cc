@@ -19,17 +19,15 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/devices.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "runtime/executor_factory.h"
 #include "server/auth.h"
 #include "server/http_server.h"
 #include "server/memory_plan.h"
 #include "server/tls.h"
 #include "server/server_context.h"
-#ifdef LOCR_HAVE_CUDA
-#include "kernels/cuda/cuda_api.h"
-#include "model/cuda/cuda_executor.h"
-#endif
 
 namespace locr::app {
 
@@ -229,21 +227,19 @@ int cmd_serve(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "--device must be auto, cpu or cuda, got '", device, "'");
   bool on_cuda = device == "cuda";
   if (a.has("backend")) on_cuda = a.get("backend") == "cuda";
-#ifdef LOCR_HAVE_CUDA
   else if (device == "auto") {
     // A usable GPU and a model the CUDA kernels take (the tiny test fixtures have head_dim < 64).
     std::string why;
-    on_cuda = kernels::cuda::available(&why);
+    on_cuda = kernels::cuda_usable(&why);
     const std::string mdir = a.get("model", a.get("MODEL"));
     if (on_cuda && std::filesystem::is_regular_file(std::filesystem::path(mdir) / "config.json") &&
-        !model::cuda::supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))
+        !runtime::cuda_supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))
       on_cuda = false;
     LOCR_INFO("serve: --device auto: ", on_cuda ? "cuda" : "cpu", on_cuda ? std::string() : " (" + why + ")");
-  } else if (device == "cpu" && kernels::cuda::available()) {
+  } else if (device == "cpu" && kernels::cuda_usable()) {
     LOCR_INFO("serve: a CUDA GPU is usable; --device cuda (or auto) runs on it. The CUDA path is new and has not "
               "yet been validated on hardware, so the default stays cpu");
   }
-#endif
   bool cuda_graphs = true;
 
   // Flags that cannot be honoured, then those that mean nothing here (apps/vllm_compat.cc); some

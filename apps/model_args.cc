@@ -7,7 +7,7 @@
 #include "core/thread_pool.h"
 #include "io/file.h"
 #include "io/image.h"
-#include "tools/hub.h"
+#include "toolkit/hub.h"
 
 namespace locr::app {
 
@@ -68,7 +68,7 @@ std::string model_path(const std::string& spec) {
   // resolves to the Hugging Face cache snapshot, pulled when missing (HF_HUB_OFFLINE=1: the cache
   // only); anything else is a directory, used as given.
   if (is_gguf_path(spec) && !std::filesystem::is_directory(spec)) return spec;
-  return tools::resolve_model(spec);
+  return toolkit::resolve_model(spec);
 }
 
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {

@@ -20,7 +20,7 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a);
 // A text GGUF model file (`*.gguf`, taken as it is; anything else is a directory or ORG/NAME).
 bool is_gguf_path(const std::string& spec);
 // A model argument as a path: a GGUF file as given, a directory or ORG/NAME resolved
-// (tools::resolve_model). `--model` of every in-process command and `locr serve MODEL` use it.
+// (toolkit::resolve_model). `--model` of every in-process command and `locr serve MODEL` use it.
 std::string model_path(const std::string& spec);
 // Builds the prompt from --system/--prompt/--image (images first, then the text).
 model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a);

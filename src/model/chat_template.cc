@@ -4,8 +4,8 @@
 
 #include "core/error.h"
 #include "io/file.h"
-#include "model/jinja_eval.h"
-#include "model/jinja_parser.h"
+#include "jinja/eval.h"
+#include "jinja/parser.h"
 
 namespace locr::model {
 namespace {

@@ -5,10 +5,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#include "kernels/devices.h"
 #include "model/quantize_weights.h"
-#ifdef LOCR_HAVE_CUDA
-#include "kernels/cuda/cuda_api.h"
-#endif
 
 namespace locr::model {
 
@@ -89,16 +87,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   if (!io::is_directory(dir))
     fail(ErrorKind::kNotFound, "model directory not found: ", dir,
          " (download one, e.g. lightonai/LightOnOCR-2-1B, and pass its path)");
-  const bool cuda = opts.backend == "cuda";
-  if (cuda) {
-#ifdef LOCR_HAVE_CUDA
-    std::string why;
-    if (!kernels::cuda::available(&why))
-      fail(ErrorKind::kUnsupported, "--backend cuda: ", why);
-#else
-    fail(ErrorKind::kUnsupported, "this locr was built without CUDA; rebuild with -DLOCR_CUDA=ON");
-#endif
-  }
+  kernels::check_backend_usable(opts.backend);
   std::unique_ptr<LightOnOcr> m(new LightOnOcr());
   m->backend_ = opts.backend;
   m->config_ = ModelConfig::from_file(io::join_path(dir, "config.json"));

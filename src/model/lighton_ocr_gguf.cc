@@ -1,15 +1,13 @@
 // LightOnOcr::load for llama.cpp's GGUF files: TEXT.gguf (+ --mmproj MMPROJ.gguf), as llama-server
 // takes them. Config, preprocessing and weights come from model/gguf_checkpoint.h; the tokenizer
 // and the chat template as gguf_tokenizer() / gguf_template_source() below say.
-#ifdef LOCR_HAVE_CUDA
-#include "kernels/cuda/cuda_api.h"
-#endif
 
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#include "kernels/devices.h"
 #include "model/gguf_checkpoint.h"
 #include "model/lighton_ocr.h"
 
@@ -53,14 +51,7 @@ std::string gguf_template_source(const io::GgufFile& text, const std::string& pa
 std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const LoadOptions& opts) {
   if (!io::file_exists(path)) fail(ErrorKind::kNotFound, "model file not found: ", path);
   const bool cuda = opts.backend == "cuda";
-  if (cuda) {
-#ifdef LOCR_HAVE_CUDA
-    std::string why;
-    if (!kernels::cuda::available(&why)) fail(ErrorKind::kUnsupported, "--backend cuda: ", why);
-#else
-    fail(ErrorKind::kUnsupported, "this locr was built without CUDA; rebuild with -DLOCR_CUDA=ON");
-#endif
-  }
+  kernels::check_backend_usable(opts.backend);
   const GgufCheckpoint ck = open_gguf_checkpoint(path, opts.mmproj);
   std::unique_ptr<LightOnOcr> m(new LightOnOcr());
   m->backend_ = opts.backend;

@@ -20,4 +20,13 @@ std::unique_ptr<model::Executor> make_executor(const model::LightOnOcr& m, const
   return std::make_unique<model::CpuExecutor>(m, opts);
 }
 
+bool cuda_supports(const model::ModelConfig& cfg, std::string* why) {
+#ifdef LOCR_HAVE_CUDA
+  return model::cuda::supports(cfg, why);
+#else
+  if (why) *why = "this locr was built without CUDA; rebuild with -DLOCR_CUDA=ON";
+  return false;
+#endif
+}
+
 }  // namespace locr::runtime

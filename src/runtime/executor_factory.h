@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "model/executor.h"
 #include "model/lighton_ocr.h"
@@ -10,5 +11,9 @@
 namespace locr::runtime {
 
 std::unique_ptr<model::Executor> make_executor(const model::LightOnOcr& m, const model::ExecutorOptions& opts);
+
+// Whether the CUDA executor takes a model of this configuration (head dims its kernels have, ...);
+// `why` says why not. False in a build without CUDA.
+bool cuda_supports(const model::ModelConfig& cfg, std::string* why = nullptr);
 
 }  // namespace locr::runtime

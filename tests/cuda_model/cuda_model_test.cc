@@ -26,9 +26,9 @@
 #include "runtime/engine.h"
 #include "runtime/executor_factory.h"
 #include "runtime/generate.h"
-#include "tools/compare.h"
-#include "tools/synth_image.h"
-#include "tools/synth_model.h"
+#include "toolkit/compare.h"
+#include "toolkit/synth_image.h"
+#include "toolkit/synth_model.h"
 
 namespace locr {
 namespace {
@@ -44,12 +44,12 @@ using namespace std::chrono_literals;
 const std::string& model_dir() {
   static const std::string dir = [] {
     const auto d = std::filesystem::temp_directory_path() / ("locr_cuda_model_test_" + std::to_string(::getpid()));
-    tools::MakeModelOptions o;
+    toolkit::MakeModelOptions o;
     o.preset = "tiny-hd64";
     o.seed = 7;
     o.dtype = DType::kF32;  // the CUDA executor converts to BF16 at upload
     o.out_dir = d.string();
-    tools::make_model(o);
+    toolkit::make_model(o);
     return d.string();
   }();
   return dir;
@@ -80,12 +80,12 @@ std::vector<int32_t> text_ids(const model::LightOnOcr& m, const std::string& tex
 }
 
 model::Prompt image_prompt(const model::LightOnOcr& m, int w, int h, int seed) {
-  return m.build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1), {tools::synth_page(w, h, seed)});
+  return m.build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1), {toolkit::synth_page(w, h, seed)});
 }
 
 void expect_close(const float* cand, const float* ref, int64_t n, const std::string& what, double max_abs = 0.5,
                   double min_cos = 0.999) {
-  const auto s = tools::compare_tensors(cand, ref, n);
+  const auto s = toolkit::compare_tensors(cand, ref, n);
   EXPECT_LT(s.max_abs_error, max_abs) << what;
   EXPECT_GT(s.cosine_similarity, min_cos) << what;
 }

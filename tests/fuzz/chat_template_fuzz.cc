@@ -1,4 +1,4 @@
-// The Jinja interpreter (model/jinja_*.cc) with the template source fuzzed: parse() of any bytes
+// The Jinja interpreter (src/jinja/) with the template source fuzzed: parse() of any bytes
 // and render() of what parses, with a chat-like context. Syntax and runtime errors must be
 // locr::Error with a message; nothing else may escape, and nothing may crash or recurse without
 // bound.

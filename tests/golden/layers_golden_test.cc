@@ -14,7 +14,7 @@
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
-#include "tools/compare.h"
+#include "toolkit/compare.h"
 
 namespace fs = std::filesystem;
 
@@ -48,9 +48,9 @@ class LayersGolden : public ::testing::TestWithParam<LayerCase> {};
 
 void expect_close(const std::string& what, const float* got, const Tensor& ref) {
   const Tensor r = ref.to_f32();
-  const auto d = tools::compare_tensors(got, r.data<float>(), r.numel());
-  EXPECT_GE(d.cosine_similarity, 0.99999) << what << ": " << tools::to_json(d).dump();
-  EXPECT_LE(d.max_abs_error, 1e-4) << what << ": " << tools::to_json(d).dump();
+  const auto d = toolkit::compare_tensors(got, r.data<float>(), r.numel());
+  EXPECT_GE(d.cosine_similarity, 0.99999) << what << ": " << toolkit::to_json(d).dump();
+  EXPECT_LE(d.max_abs_error, 1e-4) << what << ": " << toolkit::to_json(d).dump();
 }
 
 TEST_P(LayersGolden, DecoderAndVisionMatchTransformers) {

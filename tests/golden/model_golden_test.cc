@@ -16,7 +16,7 @@
 
 #include "io/image.h"
 #include "io/safetensors.h"
-#include "tools/compare.h"
+#include "toolkit/compare.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -79,9 +79,9 @@ void expect_close(const std::string& name, const locr::Tensor& got, const locr::
   EXPECT_EQ(got.shape(), ref.shape()) << name;
   if (got.shape() != ref.shape()) return;
   const locr::Tensor g = got.to_f32(), r = ref.to_f32();
-  const auto d = locr::tools::compare_tensors(g.data<float>(), r.data<float>(), r.numel());
-  EXPECT_GE(d.cosine_similarity, 0.99999) << name << ": " << locr::tools::to_json(d).dump();
-  EXPECT_LE(d.max_abs_error, 1e-4) << name << ": " << locr::tools::to_json(d).dump();
+  const auto d = locr::toolkit::compare_tensors(g.data<float>(), r.data<float>(), r.numel());
+  EXPECT_GE(d.cosine_similarity, 0.99999) << name << ": " << locr::toolkit::to_json(d).dump();
+  EXPECT_LE(d.max_abs_error, 1e-4) << name << ": " << locr::toolkit::to_json(d).dump();
 }
 
 TEST_P(ModelGolden, MatchesTransformers) {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "io/safetensors.h"
-#include "tools/compare.h"
+#include "toolkit/compare.h"
 
 namespace fs = std::filesystem;
 
@@ -61,7 +61,7 @@ TEST(DumpTaps, WritesTheNamedTensors) {
   for (auto [tap, parity] : {std::pair{"projector.in", "vision_hidden"}, {"projector.out", "image_embeds"}}) {
     const locr::Tensor a = f->get(tap), b = f->get(parity);
     ASSERT_EQ(a.shape(), b.shape()) << tap;
-    EXPECT_EQ(locr::tools::compare_tensors(a.data<float>(), b.data<float>(), a.numel()).max_abs_error, 0.0) << tap;
+    EXPECT_EQ(locr::toolkit::compare_tensors(a.data<float>(), b.data<float>(), a.numel()).max_abs_error, 0.0) << tap;
   }
   const locr::Tensor ids = f->get("input_ids");
   EXPECT_EQ(f->get("text.0.attn_out").dim(0), ids.numel());

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "tools/bench_stats.h"
-#include "tools/compare.h"
+#include "toolkit/bench_stats.h"
+#include "toolkit/compare.h"
 
-namespace locr::tools {
+namespace locr::toolkit {
 namespace {
 
 TEST(BenchStats, PercentileMatchesNumpyLinear) {
@@ -103,4 +103,4 @@ TEST(Compare, Metrics) {
 }
 
 }  // namespace
-}  // namespace locr::tools
+}  // namespace locr::toolkit

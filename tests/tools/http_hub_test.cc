@@ -4,11 +4,11 @@
 
 #include "core/error.h"
 #include "test_util.h"
-#include "tools/http_client.h"
-#include "tools/hub.h"
-#include "tools/synth_image.h"
+#include "toolkit/http_client.h"
+#include "toolkit/hub.h"
+#include "toolkit/synth_image.h"
 
-namespace locr::tools {
+namespace locr::toolkit {
 namespace {
 
 TEST(HttpUrl, Parses) {
@@ -79,4 +79,4 @@ TEST(SynthImage, PngRoundTrips) {
 }
 
 }  // namespace
-}  // namespace locr::tools
+}  // namespace locr::toolkit

@@ -7,10 +7,10 @@
 #include "model/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "test_util.h"
-#include "tools/synth_model.h"
-#include "tools/synth_tokenizer.h"
+#include "toolkit/synth_model.h"
+#include "toolkit/synth_tokenizer.h"
 
-namespace locr::tools {
+namespace locr::toolkit {
 namespace {
 
 TEST(MakeModel, RealPresetHasTheOfficialParameterCount) {
@@ -129,4 +129,4 @@ TEST(MakeModel, FilesAreHubShaped) {
 }
 
 }  // namespace
-}  // namespace locr::tools
+}  // namespace locr::toolkit

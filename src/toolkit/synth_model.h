@@ -1,0 +1,77 @@
+// `locr make-model`: a complete Hugging Face model directory for LightOnOCR-2 with random weights
+// (config.json in the hub form, model.safetensors with the real tensor names, a synthetic tokenizer
+// with the real special-token ids, the real chat template, processor and generation configs).
+//
+// Weights are a pure function of (seed, tensor name, element index): a counter-based hash gives
+// four 16-bit uniforms per element, summed (Irwin-Hall, close to a normal with bounded tails).
+// Linear and conv weights: N(0, 1/fan_in); embeddings N(0, 1/hidden) so tied-head logits have
+// unit spread; norm weights 1 + N(0, 0.05^2). The file is filled in parallel and streamed to disk.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+
+namespace locr::toolkit {
+
+struct SynthPreset {
+  std::string name;
+  // Text decoder (Qwen3).
+  int64_t text_hidden = 1024, text_intermediate = 3072, text_layers = 28, text_heads = 16, text_kv_heads = 8,
+          text_head_dim = 128, vocab_size = 151936, max_position_embeddings = 16384;
+  bool tie_word_embeddings = true;
+  // Vision encoder (Pixtral).
+  int64_t vision_hidden = 1024, vision_intermediate = 4096, vision_layers = 24, vision_heads = 16, patch_size = 14;
+  int64_t n_regular_tokens = 151643;  // tokenizer ids below the added tokens
+};
+
+// "lightonocr-2-1b" (the real shapes), "tiny" (2+2 layers, hidden 64/32, the real vocabulary) or
+// "tiny-hd64" (2+2 layers, hidden 128, head_dim 64 in both towers: the CUDA kernels' head size).
+SynthPreset synth_preset(const std::string& name);
+
+enum class WeightKind { kLinear, kEmbedding, kNorm };
+
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  WeightKind kind;
+  int64_t fan_in;  // for kLinear (conv: in_channels * k * k)
+};
+
+// Every tensor of the checkpoint, sorted by name (the order in the file).
+std::vector<WeightSpec> synth_weight_specs(const SynthPreset& p);
+int64_t synth_param_count(const SynthPreset& p);
+
+// Element i of tensor `name` for `seed` (before conversion to the output dtype).
+float synth_weight_value(uint64_t seed, const WeightSpec& spec, int64_t i);
+
+nlohmann::ordered_json synth_config_json(const SynthPreset& p, DType dtype);
+nlohmann::ordered_json synth_generation_config_json(const SynthPreset& p);
+nlohmann::ordered_json synth_processor_config_json();
+// The LightOnOCR chat template (chat_template.jinja of the hub repositories).
+const char* lightonocr_chat_template();
+
+struct MakeModelOptions {
+  std::string preset = "lightonocr-2-1b";
+  uint64_t seed = 0;
+  DType dtype = DType::kBF16;  // kBF16, kF16 or kF32
+  std::string out_dir;
+};
+
+struct MakeModelResult {
+  int64_t n_params = 0;
+  uint64_t weights_bytes = 0;  // size of model.safetensors
+  double weights_seconds = 0, total_seconds = 0;
+};
+
+// Writes the directory (created if missing; existing files are replaced). `progress` is called
+// with (bytes written, total bytes) while the weights are written.
+MakeModelResult make_model(const MakeModelOptions& opts,
+                           const std::function<void(uint64_t, uint64_t)>& progress = {});
+
+}  // namespace locr::toolkit
