@@ -3,7 +3,7 @@
 // requests at --throughput-concurrency, or arriving as a Poisson process at --request-rate.
 // Workloads: random text prompts against /v1/completions, or OCR pages (--image FILE... or
 // synthetic --image-size WxH pages as PNG data: URLs) against /v1/chat/completions. Every request
-// streams, so TTFT, TPOT and ITL are measured; see src/tools/bench_stats.h for the fields.
+// streams, so TTFT, TPOT and ITL are measured; see src/toolkit/bench_stats.h for the fields.
 #include <atomic>
 #include <chrono>
 #include <cmath>

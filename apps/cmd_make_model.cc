@@ -1,5 +1,5 @@
 // `locr make-model`: write a complete LightOnOCR-2 model directory with random weights (see
-// src/tools/synth_model.h) — for tests, benchmarks and load checks without the real checkpoint.
+// src/toolkit/synth_model.h) — for tests, benchmarks and load checks without the real checkpoint.
 #include <cstdio>
 
 #include "apps/commands.h"

@@ -1,4 +1,4 @@
-// `locr pull ORG/NAME`: download a model into the Hugging Face cache (see src/tools/hub.h).
+// `locr pull ORG/NAME`: download a model into the Hugging Face cache (see src/toolkit/hub.h).
 #include <cstdio>
 
 #include "apps/args.h"
