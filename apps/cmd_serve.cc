@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "model/kv_cache_dtype.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
 #include "server/auth.h"
@@ -274,9 +275,12 @@ int cmd_serve(int argc, char** argv) {
       handled.insert("compilation-config");
     }
   }
-  if (on_cuda && a.has("kv-cache-dtype")) {
-    const std::string v = a.get("kv-cache-dtype");
-    if (v != "auto" && v != "bfloat16" && v != "bf16") LOCR_INFO("note: --kv-cache-dtype ", v, ": the CUDA KV cache is bfloat16");
+  // --kv-cache-dtype auto | bfloat16 | fp8 | fp8_e4m3 (model/kv_cache_dtype.h); fp8 on CUDA is
+  // refused at load (the CUDA executor keeps a bfloat16 cache).
+  std::string kv_cache_dtype;
+  if (a.has("kv-cache-dtype")) {
+    kv_cache_dtype = a.get("kv-cache-dtype");
+    model::parse_kv_cache_dtype(kv_cache_dtype);  // a bad value fails before the weights load
     handled.insert("kv-cache-dtype");
   }
   // --quantization q8_0 quantizes the weights at load (model/quantize_weights.h); vLLM's other
@@ -429,6 +433,7 @@ int cmd_serve(int argc, char** argv) {
   lo.chat_template_file = chat_template_file(a.get("chat-template"));
   lo.image_align = a.get_int("image-align", 28);
   lo.quantization = quantization;
+  lo.kv_cache_dtype = kv_cache_dtype;
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
   lo.mmproj = a.get("mmproj");
   auto model = model::LightOnOcr::load(dir, lo);

@@ -11,7 +11,9 @@ namespace locr {
 
 // kQ8_0 is a block type (GGUF's Q8_0: 32 int8 and an f16 scale in 34 bytes), only ever a weight
 // matrix's dtype: dtype_size is 0 for it (use dtype_row_bytes), and parse_dtype never returns it.
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kQ8_0 };
+// kF8E4M3 (core/fp8.h, 1 byte) is only ever the KV cache's element type (--kv-cache-dtype fp8,
+// with scales beside it, model::KvPool); parse_dtype never returns it either.
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kQ8_0, kF8E4M3 };
 
 size_t dtype_size(DType t);
 // Bytes of one row of `cols` elements (block types: cols must be a whole number of blocks).
