@@ -116,6 +116,9 @@ void declare(Args& a) {
   a.option("max-num-batched-tokens", "tokens per engine step (default 4096)", "N");
   a.option("max-model-len", "prompt + output token limit (default: the model's max_position_embeddings)", "N");
   a.option("block-size", "KV cache block size in tokens (default 16)", "N");
+  a.option("kv-cache-dtype", "KV cache element type: auto (default: bfloat16 on cpu-bf16 and CUDA, float32 on "
+                             "cpu-f32/ref), bfloat16, fp8 / fp8_e4m3 (FP8 E4M3 with a scale per token and kv head, "
+                             "~1.94x the tokens of bfloat16 per byte; CPU backends)", "TYPE");
   a.option("seed", "seeds the per-request seeds of requests that give none (default 0)", "N");
   a.flag("enable-prefix-caching", "reuse KV blocks of equal prompt prefixes (default on; --no-enable-prefix-caching)");
   a.option("gpu-memory-utilization", "fraction of RAM for weights + activations + KV cache (default 0.9)", "F");

@@ -124,7 +124,6 @@ const NoEffect kNoEffect[] = {
     {"disable-frontend-multiprocessing", Takes::kFlag, "one process serves the model"},
     // Cache.
     {"swap-space", Takes::kValue, "preempted sequences are recomputed, never swapped"},
-    {"kv-cache-dtype", Takes::kValue, "auto, bfloat16, fp8 and fp8_e4m3 are read by locr serve"},
     {"num-gpu-blocks-override", Takes::kValue, "see --kv-cache-memory-bytes"},
     {"prefix-caching-hash-algo", Takes::kValue, "prefix blocks are keyed by SHA-256 (vLLM's sha256)"},
     {"cpu-offload-gb", Takes::kValue, "the weights already live in host memory"},
