@@ -579,29 +579,31 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
 }
 
 // Keys/values are F32, BF16 (a BF16 KV cache) or FP8 E4M3 (an FP8 one, scaled per row and kv
-// head); these load any of them as f32 vectors (FP8 without its scale).
+// head); these load any of them as f32 vectors (FP8 as its value times 2^-8, without its scale:
+// key_factor / value_factor put the 2^8 back, exactly).
 inline vf vload_kv(const float* p) { return vload(p); }
 inline vf vload_kv(const uint16_t* p) { return vload_bf16(p); }
-inline vf vload_kv(const uint8_t* p) { return vload_fp8(p); }
+inline vf vload_kv(const uint8_t* p) { return vload_fp8_lo(p); }
 inline vf vload_kv_n(const float* p, int n) { return vload_n(p, n); }
 inline vf vload_kv_n(const uint16_t* p, int n) { return vload_bf16_n(p, n); }
-inline vf vload_kv_n(const uint8_t* p, int n) { return vload_fp8_n(p, n); }
+inline vf vload_kv_n(const uint8_t* p, int n) { return vload_fp8_lo_n(p, n); }
 
 // Pool row of logical key j (through the block table when the cache is paged).
 inline int64_t kv_row(const AttnArgs& a, int64_t j) {
   return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
 }
 
-// The score scale of key head kh of pool row `row`: scale alone, or times the FP8 key scale (the
-// dot product runs on the unscaled E4M3 values). Likewise the weight of a value row.
+// The score scale of key head kh of pool row `row`: scale alone, or times the FP8 key scale and
+// 2^8 (the dot product runs on the unscaled E4M3 values times 2^-8). Likewise the weight of a
+// value row.
 template <class T>
 inline float key_factor(const AttnArgs& a, int64_t row, int64_t kh) {
-  if constexpr (std::is_same_v<T, uint8_t>) return a.k_scale[row * a.n_kv_heads + kh] * a.scale;
+  if constexpr (std::is_same_v<T, uint8_t>) return a.k_scale[row * a.n_kv_heads + kh] * 256.0f * a.scale;
   else return a.scale;
 }
 template <class T>
 inline float value_factor(const AttnArgs& a, int64_t row, int64_t kh, float p) {
-  if constexpr (std::is_same_v<T, uint8_t>) return p * a.v_scale[row * a.n_kv_heads + kh];
+  if constexpr (std::is_same_v<T, uint8_t>) return p * (a.v_scale[row * a.n_kv_heads + kh] * 256.0f);
   else return p;
 }
 
@@ -704,8 +706,60 @@ void narrow_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, fl
   }
 }
 
+// FP8 keys/values of other head dims (up to kFp8WidenMax): each key (value) head is widened once
+// into an f32 buffer on the stack and used by every query head of its GQA group, so the
+// conversion is paid once per kv head, not once per query head.
+constexpr int64_t kFp8WidenMax = 512;
+
+inline void widen_fp8(const uint8_t* x, float* y, int64_t hd) {
+  int64_t d = 0;
+  for (; d + W <= hd; d += W) vstore(y + d, vload_fp8_lo(x + d));
+  if (d < hd) vstore_n(y + d, vload_fp8_lo_n(x + d, static_cast<int>(hd - d)), static_cast<int>(hd - d));
+}
+
+void fp8_scores_widened(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* k8 = reinterpret_cast<const uint8_t*>(a.k);
+  alignas(64) float kb[kFp8WidenMax];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      widen_fp8(k8 + row * a.kv_stride + kh * a.kv_head_stride, kb, hd);
+      const float f = key_factor<uint8_t>(a, row, kh);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        s[h * jn + (j - j0)] = dot_hd(qi + h * hd, static_cast<const float*>(kb), hd) * f;
+      }
+    }
+  }
+}
+
+void fp8_values_widened(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* v8 = reinterpret_cast<const uint8_t*>(a.v);
+  alignas(64) float vb[kFp8WidenMax];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      widen_fp8(v8 + row * a.kv_stride + kh * a.kv_head_stride, vb, hd);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const vf p = vset1(value_factor<uint8_t>(a, row, kh, s[h * jn + (j - j0)]));
+        float* oh = o + h * hd;
+        int64_t d = 0;
+        for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload(vb + d), vload(oh + d)));
+        if (d < hd) {
+          const int n = static_cast<int>(hd - d);
+          vstore_n(oh + d, vfma(p, vload_n(vb + d, n), vload_n(oh + d, n)), n);
+        }
+      }
+    }
+  }
+}
+
 // Scores (values) of keys [j0, j1) for one element type: the register paths for head_dim of 4 or
-// 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2) of a BF16 or FP8 cache, else the generic loops.
+// 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2) of a BF16 or FP8 cache, FP8 of other head
+// dims widened once per kv head, else the generic loops.
 template <class T>
 void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
   const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
@@ -713,6 +767,8 @@ void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float
     if (nv == 8) return narrow_scores<T, 8>(a, qi, j0, j1, s);
     if (nv == 4) return narrow_scores<T, 4>(a, qi, j0, j1, s);
   }
+  if constexpr (std::is_same_v<T, uint8_t>)
+    if (a.head_dim <= kFp8WidenMax) return fp8_scores_widened(a, qi, j0, j1, s);
   chunk_scores<T>(a, qi, j0, j1, s);
 }
 template <class T>
@@ -722,6 +778,8 @@ void kv_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float*
     if (nv == 8) return narrow_values<T, 8>(a, j0, j1, s, o);
     if (nv == 4) return narrow_values<T, 4>(a, j0, j1, s, o);
   }
+  if constexpr (std::is_same_v<T, uint8_t>)
+    if (a.head_dim <= kFp8WidenMax) return fp8_values_widened(a, j0, j1, s, o);
   chunk_values<T>(a, j0, j1, s, o);
 }
 

@@ -31,15 +31,20 @@ inline vf vload_bf16_n(const uint16_t* p, int n) {
 }
 inline vf vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
 inline vf vload_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(vfirst(n), p)); }
-// FP8 E4M3 (core/fp8.h) -> f32, exactly: S.EEEE.MMM placed as the f16 S.0EEEE.MMM0000000 is the
-// value * 2^-8 (subnormals included), so one F16C conversion and a multiply by 256; the NaN
-// codes get an all-ones f16 exponent (simd_avx2.h does the same on 8 lanes).
+// FP8 E4M3 (core/fp8.h) -> f32 as simd_avx2.h explains, on 16 lanes: vload_fp8_lo gives the
+// value times 2^-8 (NaN codes not special), vload_fp8 the exact value.
+inline __m256i fp8_to_f16_bits(__m128i bytes) {  // 16 bytes
+  const __m256i w = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
+  return _mm256_and_si256(_mm256_srai_epi16(w, 1), _mm256_set1_epi16(static_cast<short>(0xbf80)));
+}
+inline vf vload_fp8_lo(const uint8_t* p) {
+  return _mm512_cvtph_ps(fp8_to_f16_bits(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline vf vload_fp8_lo_n(const uint8_t* p, int n) { return _mm512_cvtph_ps(fp8_to_f16_bits(_mm_maskz_loadu_epi8(vfirst(n), p))); }
 inline vf vload_fp8_bits(__m128i bytes) {
-  const __m256i b = _mm256_cvtepu8_epi16(bytes);
-  const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi16(0x7f));
-  __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8),
-                              _mm256_slli_epi16(mag, 7));
-  h = _mm256_or_si256(h, _mm256_and_si256(_mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x7f)), _mm256_set1_epi16(0x7e00)));
+  const __m256i nan = _mm256_cmpeq_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(bytes, _mm_set1_epi8(0x7f))),
+                                         _mm256_set1_epi16(0x7f));
+  const __m256i h = _mm256_or_si256(fp8_to_f16_bits(bytes), _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
   return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
 }
 inline vf vload_fp8(const uint8_t* p) { return vload_fp8_bits(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
