@@ -342,6 +342,7 @@ TEST_P(CpuOpsTest, AttentionFp8Kv) {
   check_attention(2, 77, 6, 3, 36, true, 75, 1, 16, f8);
   check_attention(1, 40, 2, 2, 32, true, 39, 0, 8, f8);      // 4 AVX2 vectors
   check_attention(1, 33, 3, 1, 100, true, 32, 2, 16, f8);
+  check_attention(2, 20, 2, 1, 520, true, 18, 0, 16, f8);    // past the widening buffer: the generic loops
   check_attention(40, 103, 4, 2, 128, true, 63, 0, 16, f8);  // chunked prefill (tiled path)
   check_attention(45, 45, 4, 2, 128, true, 0, 0, 0, f8);
   check_attention(35, 50, 2, 1, 18, true, 15, 0, 16, f8);
