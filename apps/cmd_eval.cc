@@ -11,6 +11,7 @@
 
 #include "apps/commands.h"
 #include "apps/model_args.h"
+#include "model/kv_cache_dtype.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/image.h"
@@ -49,10 +50,12 @@ std::vector<EvalInput> builtin_inputs() {
 }
 
 std::vector<Captured> run_backend(const std::string& dir, const std::string& backend, const Args& a,
-                                  const std::vector<EvalInput>& inputs, const std::string& quantization = "") {
+                                  const std::vector<EvalInput>& inputs, const std::string& quantization = "",
+                                  const std::string& kv_cache_dtype = "") {
   model::LoadOptions lo;
   lo.backend = backend;
   lo.quantization = quantization;
+  lo.kv_cache_dtype = kv_cache_dtype;
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
   lo.mmproj = a.get("mmproj");
@@ -117,6 +120,8 @@ int cmd_eval(int argc, char** argv) {
   a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref, cuda (GPU executor)", "NAME");
   a.option("reference", "reference backend (default cpu-f32)", "NAME");
   a.option("quantization", "quantize the candidate's weights at load: q8_0 or q4_k (the reference stays as stored)", "METHOD");
+  a.option("kv-cache-dtype", std::string("the candidate's KV cache element type: ") + model::kv_cache_dtype_choices() +
+                                 " (the reference keeps its own)", "TYPE");
   a.repeated("image", "extra input: an image file (OCR request, image only)", "FILE");
   a.repeated("prompt", "extra input: a text prompt", "TEXT");
   a.flag("no-builtin", "run only the --image/--prompt inputs");
@@ -130,6 +135,7 @@ int cmd_eval(int argc, char** argv) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
   const std::string dir = model_path(a.get("model"));
   const std::string cand = a.get("candidate", "cpu-bf16"), ref = a.get("reference", "cpu-f32");
+  model::parse_kv_cache_dtype(a.get("kv-cache-dtype"));  // a bad value fails before any model loads
   toolkit::Thresholds th;
   th.max_abs_error = a.get_double("max-abs-error", 1.0);
   th.min_cosine = a.get_double("min-cosine", 0.999);
@@ -149,12 +155,13 @@ int cmd_eval(int argc, char** argv) {
   if (inputs.empty()) fail(ErrorKind::kInvalidArgument, "no inputs: drop --no-builtin or give --prompt/--image");
 
   const auto ref_out = run_backend(dir, ref, a, inputs);
-  auto cand_out = run_backend(dir, cand, a, inputs, a.get("quantization"));
+  auto cand_out = run_backend(dir, cand, a, inputs, a.get("quantization"), a.get("kv-cache-dtype"));
 
   ojson report;
   report["model"] = dir;
   report["candidate"] = cand;
   if (a.has("quantization")) report["candidate_quantization"] = a.get("quantization");
+  if (a.has("kv-cache-dtype")) report["candidate_kv_cache_dtype"] = a.get("kv-cache-dtype");
   report["reference"] = ref;
   report["thresholds"] = {{"max_abs_error", th.max_abs_error}, {"cosine_similarity", th.min_cosine},
                           {"rule", "max_abs_error < threshold and cosine_similarity > threshold; relative_error not judged"}};

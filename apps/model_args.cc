@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "io/file.h"
 #include "io/image.h"
+#include "model/kv_cache_dtype.h"
 #include "toolkit/hub.h"
 
 namespace locr::app {
@@ -23,6 +24,9 @@ void add_model_options(Args& a) {
   a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
   a.option("quantization", "quantize the weights at load: q8_0 (GGUF Q8_0 int8 weights) or q4_k (GGUF Q4_K 4-bit weights); CPU backends", "METHOD");
+  a.option("kv-cache-dtype", "KV cache element type: auto (default: float32 on ref/cpu-f32, bfloat16 on cpu-bf16 and "
+                             "CUDA), bfloat16, fp8 / fp8_e4m3 (FP8 E4M3 with a scale per token and kv head; CPU "
+                             "backends)", "TYPE");
 }
 
 void add_prompt_options(Args& a) {
@@ -55,6 +59,8 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   lo.chat_template_file = a.get("chat-template");
   lo.image_align = a.get_int("image-align", 28);
   lo.quantization = a.get("quantization");
+  lo.kv_cache_dtype = a.get("kv-cache-dtype");
+  model::parse_kv_cache_dtype(lo.kv_cache_dtype);  // a bad value fails before the weights load
   lo.mmproj = a.get("mmproj");
   return model::LightOnOcr::load(model_path(a.get("model")), lo);
 }

@@ -124,11 +124,10 @@ const NoEffect kNoEffect[] = {
     {"disable-frontend-multiprocessing", Takes::kFlag, "one process serves the model"},
     // Cache.
     {"swap-space", Takes::kValue, "preempted sequences are recomputed, never swapped"},
-    {"kv-cache-dtype", Takes::kValue, "the KV cache is float32 on CPU, bfloat16 on CUDA"},
     {"num-gpu-blocks-override", Takes::kValue, "see --kv-cache-memory-bytes"},
     {"prefix-caching-hash-algo", Takes::kValue, "prefix blocks are keyed by SHA-256 (vLLM's sha256)"},
     {"cpu-offload-gb", Takes::kValue, "the weights already live in host memory"},
-    {"calculate-kv-scales", Takes::kFlag, "the KV cache is not quantized"},
+    {"calculate-kv-scales", Takes::kFlag, "the FP8 KV cache computes a scale per token and kv head as it writes"},
     {"kv-sharing-fast-prefill", Takes::kFlag, "every layer has its own KV cache"},
     {"mamba-cache-dtype", Takes::kValue, "LightOnOCR has no Mamba layers"},
     {"mamba-ssm-cache-dtype", Takes::kValue, "LightOnOCR has no Mamba layers"},

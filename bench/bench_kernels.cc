@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q8_0.h"
@@ -151,9 +152,11 @@ void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, in
 }
 
 // Attention with contiguous q / k / v ([n, heads * head_dim]).
-// kv_bf16: a BF16 KV cache in 16-row blocks with a shuffled block table (cpu-bf16's decode case).
+// kv BF16 (or F8_E4M3): a BF16 (FP8, scale per row and kv head) KV cache in 16-row blocks with a
+// shuffled block table (cpu-bf16's decode case, and --kv-cache-dtype fp8's).
 void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_t n_kv, int64_t heads,
-                  int64_t kv_heads, int64_t hd, bool causal, int kv_copies, bool kv_bf16) {
+                  int64_t kv_heads, int64_t hd, bool causal, int kv_copies, locr::DType kv) {
+  const bool kv_bf16 = kv == locr::DType::kBF16, kv_fp8 = kv == locr::DType::kF8E4M3;
   auto ops = locr::kernels::make_ops(backend);
   AttentionParams p;
   p.n_q = n_q;
@@ -175,7 +178,31 @@ void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_
   }
   std::vector<float> out(static_cast<size_t>(n_q * p.out_stride));
   std::vector<std::vector<uint16_t>> ks16, vs16;
+  std::vector<std::vector<uint8_t>> ks8, vs8;
+  std::vector<std::vector<float>> kscale, vscale;
   std::vector<int32_t> table;
+  if (kv_fp8) {
+    const int64_t bs = 16, n_blocks = (n_kv + bs - 1) / bs;
+    for (int64_t b = 0; b < n_blocks; ++b) table.push_back(static_cast<int32_t>(n_blocks - 1 - b));  // reversed
+    for (int c = 0; c < kv_copies; ++c) {
+      std::vector<uint8_t> k8(n_blocks * bs * p.kv_stride), v8(k8.size());
+      std::vector<float> ksc(n_blocks * bs * kv_heads, 1.0f / 448), vsc(ksc.size(), 1.0f / 448);  // |x| <= 1
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const int64_t row = table[j / bs] * bs + j % bs;
+        for (int64_t e = 0; e < p.kv_stride; ++e) {
+          k8[row * p.kv_stride + e] = locr::f32_to_fp8_e4m3(ks[c][j * p.kv_stride + e] * 448);
+          v8[row * p.kv_stride + e] = locr::f32_to_fp8_e4m3(vs[c][j * p.kv_stride + e] * 448);
+        }
+      }
+      ks8.push_back(std::move(k8));
+      vs8.push_back(std::move(v8));
+      kscale.push_back(std::move(ksc));
+      vscale.push_back(std::move(vsc));
+    }
+    p.kv_dtype = kv;
+    p.block_table = table.data();
+    p.block_size = bs;
+  }
   if (kv_bf16) {
     const int64_t bs = 16, n_blocks = (n_kv + bs - 1) / bs;
     for (int64_t b = 0; b < n_blocks; ++b) table.push_back(static_cast<int32_t>(n_blocks - 1 - b));  // reversed
@@ -199,7 +226,11 @@ void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_
   size_t i = 0;
   for (auto _ : st) {
     const size_t c = i++ % ks.size();
-    if (kv_bf16)
+    if (kv_fp8) {
+      p.k_scale = kscale[c].data();
+      p.v_scale = vscale[c].data();
+      ops->attention(q.data(), ks8[c].data(), vs8[c].data(), out.data(), p);
+    } else if (kv_bf16)
       ops->attention(q.data(), ks16[c].data(), vs16[c].data(), out.data(), p);
     else
       ops->attention(q.data(), ks[c].data(), vs[c].data(), out.data(), p);
@@ -210,7 +241,8 @@ void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_
   double pairs = static_cast<double>(n_q) * n_kv;
   if (causal) pairs = static_cast<double>(n_q) * (n_kv - n_q) + 0.5 * n_q * (n_q + 1);
   set_flops(st, 4.0 * pairs * hd * heads, cpu_s);
-  set_bytes(st, 2.0 * (kv_bf16 ? 2.0 : 4.0) * n_kv * kv_heads * hd, cpu_s);  // K and V read once
+  // K and V read once (FP8: plus the scales)
+  set_bytes(st, 2.0 * (kv_fp8 ? 1.0 + 4.0 / hd : kv_bf16 ? 2.0 : 4.0) * n_kv * kv_heads * hd, cpu_s);
 }
 
 // Element-wise kernels on fresh inputs every iteration (applying them in place over and over
@@ -283,19 +315,23 @@ void register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/vision_8580_hd64").c_str(), BM_Attention, b, 8580, 8580, 16,
-                                 16, 64, false, 1, false)
+                                 16, 64, false, 1, locr::DType::kF32)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/prefill_causal_2171_hd128_gqa").c_str(), BM_Attention, b,
-                                 2171, 2171, 16, 8, 128, true, 1, false)
+                                 2171, 2171, 16, 8, 128, true, 1, locr::DType::kF32)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa").c_str(), BM_Attention, b, 1, 2200,
-                                 16, 8, 128, true, 28, false)
+                                 16, 8, 128, true, 28, locr::DType::kF32)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa_bf16kv_paged").c_str(), BM_Attention,
-                                 b, 1, 2200, 16, 8, 128, true, 28, true)
+                                 b, 1, 2200, 16, 8, 128, true, 28, locr::DType::kBF16)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa_fp8kv_paged").c_str(), BM_Attention,
+                                 b, 1, 2200, 16, 8, 128, true, 28, locr::DType::kF8E4M3)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("Gelu/" + b + "/8580x4096").c_str(), BM_Gelu, b, int64_t{8580} * 4096)

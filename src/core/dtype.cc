@@ -19,6 +19,7 @@ constexpr DTypeInfo kInfos[] = {
 }  // namespace
 
 size_t dtype_size(DType t) {
+  if (t == DType::kF8E4M3) return 1;
   for (const auto& i : kInfos)
     if (i.t == t) return i.size;
   return 0;
@@ -39,6 +40,7 @@ int64_t dtype_row_bytes(DType t, int64_t cols) {
 const char* dtype_name(DType t) {
   if (t == DType::kQ8_0) return "Q8_0";
   if (t == DType::kQ4_K) return "Q4_K";
+  if (t == DType::kF8E4M3) return "F8_E4M3";
   for (const auto& i : kInfos)
     if (i.t == t) return i.name;
   return "?";

@@ -46,8 +46,14 @@ struct AttentionParams {
   // block_table[j / block_size] * block_size + j % block_size of the k/v pools.
   const int32_t* block_table = nullptr;
   int64_t block_size = 0;
-  // Element type of k and v: F32, or BF16 for a BF16 KV cache (Ops::kv_dtype). q and out are F32.
+  // Element type of k and v: F32, BF16 for a BF16 KV cache (Ops::kv_dtype), or F8_E4M3 for an
+  // FP8 one (--kv-cache-dtype fp8). q and out are F32.
   DType kv_dtype = DType::kF32;
+  // F8_E4M3 only: one f32 scale per pool row and kv head (model::KvPool): key element
+  // (row, kv head kh, d) is fp8_e4m3_to_f32(k[row * kv_stride + kh * head_dim + d]) *
+  // k_scale[row * n_kv_heads + kh]; values likewise with v_scale.
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
 
   int64_t kv_row(int64_t j) const {
     return block_table ? static_cast<int64_t>(block_table[j / block_size]) * block_size + j % block_size : j;
@@ -87,7 +93,7 @@ class Ops {
   virtual void add(float* y, const float* x, int64_t n) = 0;
 
   // out = softmax(q k^T * scale [+ causal mask]) v per head; softmax in f32. k and v hold
-  // p.kv_dtype elements (F32 or BF16).
+  // p.kv_dtype elements (F32, BF16, or F8_E4M3 with p.k_scale / p.v_scale; the CPU backends).
   virtual void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) = 0;
 
   // out[i, :] = table[ids[i], :] converted to f32.

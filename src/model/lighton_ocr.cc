@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "io/file.h"
 #include "kernels/devices.h"
+#include "model/kv_cache_dtype.h"
 #include "model/quantize_weights.h"
 
 namespace locr::model {
@@ -126,6 +127,11 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
 
 void LightOnOcr::make_parts(const LoadOptions& opts) {
   const bool cuda = opts.backend == "cuda";
+  const std::optional<DType> kv = parse_kv_cache_dtype(opts.kv_cache_dtype);
+  if (cuda && kv && *kv != DType::kBF16)
+    fail(ErrorKind::kUnsupported, "--kv-cache-dtype ", opts.kv_cache_dtype, ": the CUDA executor keeps its KV cache "
+         "in bfloat16 (--kv-cache-dtype auto or bfloat16); the FP8 KV cache runs on the CPU backends (cpu-bf16, "
+         "cpu-f32, ref)");
   if (!opts.quantization.empty()) {
     if (cuda) fail(ErrorKind::kUnsupported, "--quantization ", opts.quantization, " runs on the CPU backends only");
     quantize_weights(weights_, opts.quantization);
@@ -134,7 +140,9 @@ void LightOnOcr::make_parts(const LoadOptions& opts) {
   // unpacked checkpoint views (the CPU kernels only serve host-side helpers such as embed).
   if (!ops_) ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
   if (!cuda) prepare_weights(weights_, *ops_);
-  decoder_ = std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_);
+  if (kv == DType::kF8E4M3) LOCR_INFO("KV cache: FP8 E4M3 with one f32 scale per token and kv head");
+  decoder_ = kv ? std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_, *kv)
+                : std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_);
   encoder_ = std::make_unique<VisionEncoder>(config_.vision, weights_.vision, *ops_);
   projector_ = std::make_unique<Projector>(config_, weights_.projector, *ops_);
 }

@@ -1,8 +1,12 @@
 #include "model/text_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
+
+#include "core/fp8.h"
 
 #include "model/rope.h"
 #include "model/taps.h"
@@ -11,18 +15,58 @@ namespace locr::model {
 
 KvPool::KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size, DType dtype)
     : n_blocks_(n_blocks), block_size_(block_size),
-      width_(static_cast<int64_t>(cfg.num_key_value_heads) * cfg.head_dim), dtype_(dtype) {
-  LOCR_CHECK(dtype == DType::kF32 || dtype == DType::kBF16, "KV cache dtype ", dtype_name(dtype));
+      width_(static_cast<int64_t>(cfg.num_key_value_heads) * cfg.head_dim), n_kv_heads_(cfg.num_key_value_heads),
+      head_dim_(cfg.head_dim), dtype_(dtype) {
+  LOCR_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF8E4M3, "KV cache dtype ",
+             dtype_name(dtype));
+  const int64_t rows = n_blocks * block_size;
   for (int i = 0; i < cfg.num_hidden_layers; ++i) {
-    k_.push_back(Tensor::empty(dtype, {n_blocks * block_size, width_}));
-    v_.push_back(Tensor::empty(dtype, {n_blocks * block_size, width_}));
+    k_.push_back(Tensor::empty(dtype, {rows, width_}));
+    v_.push_back(Tensor::empty(dtype, {rows, width_}));
+    if (dtype == DType::kF8E4M3) {
+      k_scale_.push_back(Tensor::empty(DType::kF32, {rows, n_kv_heads_}));
+      v_scale_.push_back(Tensor::empty(DType::kF32, {rows, n_kv_heads_}));
+    }
   }
 }
+
+namespace {
+
+// One head of head_dim values to FP8 E4M3 with scale amax / 448 (so the largest magnitude maps
+// to 448 and every head uses the whole range; at least FLT_MIN, so 1 / scale is finite). A
+// non-finite input makes the scale NaN, so attention sees NaN rather than a clipped value.
+void store_fp8_head(const float* x, int64_t n, uint8_t* q, float* scale) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    finite = finite && a <= std::numeric_limits<float>::max();
+    amax = a > amax ? a : amax;
+  }
+  const float s = finite ? std::max(amax / kFp8E4M3Max, std::numeric_limits<float>::min())
+                         : std::numeric_limits<float>::quiet_NaN();
+  const float inv = 1.0f / s;
+  for (int64_t i = 0; i < n; ++i) q[i] = f32_to_fp8_e4m3(x[i] * inv);  // |x| * inv may round past 448: saturates
+  *scale = s;
+}
+
+}  // namespace
 
 void KvPool::store(int layer, int64_t slot, const float* k, const float* v) {
   if (dtype_ == DType::kF32) {
     std::memcpy(k_[layer].data<float>() + slot * width_, k, width_ * sizeof(float));
     std::memcpy(v_[layer].data<float>() + slot * width_, v, width_ * sizeof(float));
+    return;
+  }
+  if (dtype_ == DType::kF8E4M3) {
+    uint8_t* kd = static_cast<uint8_t*>(k_[layer].raw()) + slot * width_;
+    uint8_t* vd = static_cast<uint8_t*>(v_[layer].raw()) + slot * width_;
+    float* ks = k_scale_[layer].data<float>() + slot * n_kv_heads_;
+    float* vs = v_scale_[layer].data<float>() + slot * n_kv_heads_;
+    for (int64_t h = 0; h < n_kv_heads_; ++h) {
+      store_fp8_head(k + h * head_dim_, head_dim_, kd + h * head_dim_, ks + h);
+      store_fp8_head(v + h * head_dim_, head_dim_, vd + h * head_dim_, vs + h);
+    }
     return;
   }
   uint16_t* kd = static_cast<uint16_t*>(k_[layer].raw()) + slot * width_;
@@ -34,8 +78,9 @@ void KvPool::store(int layer, int64_t slot, const float* k, const float* v) {
 }
 
 int64_t KvPool::bytes_per_block(const TextConfig& cfg, int block_size, DType dtype) {
-  return 2LL * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * cfg.head_dim *
-         static_cast<int64_t>(dtype_size(dtype));
+  int64_t per_head = static_cast<int64_t>(cfg.head_dim) * static_cast<int64_t>(dtype_size(dtype));
+  if (dtype == DType::kF8E4M3) per_head += static_cast<int64_t>(sizeof(float));  // the head's scale
+  return 2LL * cfg.num_hidden_layers * block_size * cfg.num_key_value_heads * per_head;
 }
 
 KvCache::KvCache(const TextConfig& cfg, int64_t capacity, int block_size, DType dtype)
@@ -122,6 +167,8 @@ void TextDecoder::forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv
       ap.block_table = s.block_table;
       ap.block_size = bs;
       ap.kv_dtype = kv.dtype();
+      ap.k_scale = kv.k_scale(l);
+      ap.v_scale = kv.v_scale(l);
       ops_.attention(q.data<float>() + row * qw, kv.k(l), kv.v(l), attn.data<float>() + row * qw, ap);
       row += s.n_new;
     }

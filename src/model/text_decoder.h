@@ -25,7 +25,10 @@ class Taps;  // model/taps.h
 // sequence is the block table's business (runtime/block_manager.h). Memory is reserved up front
 // and committed by the OS as rows are first written.
 // Rows are F32, or BF16 when the kernel backend asks for it (Ops::kv_dtype): half the memory and
-// half the bytes that decode attention streams per token.
+// half the bytes that decode attention streams per token. With --kv-cache-dtype fp8 they are
+// FP8 E4M3 with one f32 scale per row and kv head beside them (k_scale / v_scale, [rows,
+// n_kv_heads]): each head's 128 values are divided by amax / 448 before rounding, so every head
+// of every token uses E4M3's full range (docs/numerics.md, "FP8 KV cache").
 class KvPool {
  public:
   KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size, DType dtype = DType::kF32);
@@ -35,18 +38,23 @@ class KvPool {
   DType dtype() const { return dtype_; }
   const void* k(int layer) const { return k_[layer].raw(); }
   const void* v(int layer) const { return v_[layer].raw(); }
+  // F8_E4M3 pools: the per (row, kv head) scales; null otherwise.
+  const float* k_scale(int layer) const { return k_scale_.empty() ? nullptr : k_scale_[layer].data<float>(); }
+  const float* v_scale(int layer) const { return v_scale_.empty() ? nullptr : v_scale_[layer].data<float>(); }
   // Writes one position's keys and values (F32 [row_width] each) into pool row `slot`, rounding
-  // to nearest even when the pool is BF16.
+  // to nearest even when the pool is BF16 or FP8 (then with each head's scale).
   void store(int layer, int64_t slot, const float* k, const float* v);
-  // Bytes per block over all layers (keys and values).
+  // Bytes per block over all layers (keys and values, and the FP8 scales).
   static int64_t bytes_per_block(const TextConfig& cfg, int block_size, DType dtype = DType::kF32);
 
  private:
   int64_t n_blocks_;
   int block_size_;
   int64_t width_;
+  int64_t n_kv_heads_, head_dim_;
   DType dtype_;
   std::vector<Tensor> k_, v_;
+  std::vector<Tensor> k_scale_, v_scale_;  // F8_E4M3 only
 };
 
 // One sequence's share of a decoder step: n_new tokens at positions pos0 .. pos0+n_new-1, whose
@@ -75,7 +83,11 @@ class KvCache {
 
 class TextDecoder {
  public:
-  TextDecoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
+  // kv_dtype: the KV cache element type (--kv-cache-dtype); without it, the backend's (Ops::kv_dtype).
+  TextDecoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops)
+      : cfg_(cfg), w_(w), ops_(ops), kv_dtype_(ops.kv_dtype()) {}
+  TextDecoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops, DType kv_dtype)
+      : cfg_(cfg), w_(w), ops_(ops), kv_dtype_(kv_dtype) {}
 
   // One step over several sequences. x: [sum n_new, hidden] input embeddings (rows of the
   // sequences in order), overwritten with the final-normed hidden states. Linear layers run over
@@ -94,13 +106,15 @@ class TextDecoder {
 
   void embed(const int32_t* ids, int64_t n, float* out) const;
 
-  // The KV cache element type the kernels want (allocate KvPool / KvCache with it).
-  DType kv_dtype() const { return ops_.kv_dtype(); }
+  // The KV cache element type (allocate KvPool / KvCache with it): the one the kernels want
+  // (Ops::kv_dtype) unless --kv-cache-dtype chose another.
+  DType kv_dtype() const { return kv_dtype_; }
 
  private:
   const TextConfig& cfg_;
   const TextWeights& w_;
   kernels::Ops& ops_;
+  DType kv_dtype_;
 };
 
 }  // namespace locr::model

@@ -77,7 +77,7 @@ Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
   // vLLM's CacheConfig fields that mean something here, valued as Python's str() writes them.
   metrics_.cache_config = {
       {"block_size", std::to_string(opts_.block_size)},
-      {"cache_dtype", "auto"},
+      {"cache_dtype", model.decoder().kv_dtype() == DType::kF8E4M3 ? "fp8_e4m3" : "auto"},
       {"enable_prefix_caching", opts_.enable_prefix_caching ? "True" : "False"},
       {"engine", "0"},
       {"gpu_memory_utilization", prom_number(opts_.gpu_memory_utilization)},

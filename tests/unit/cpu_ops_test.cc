@@ -6,6 +6,7 @@
 //         (relative rounding error uniform in +-2^-8, independent across k: a 6 sigma bound)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/fp8.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
@@ -114,10 +117,12 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
   }
 
   void check_attention(int64_t n_q, int64_t n_kv, int64_t heads, int64_t kv_heads, int64_t hd, bool causal,
-                       int64_t q_offset, int64_t pad, int64_t block_size = 0, bool kv_bf16 = false) {
+                       int64_t q_offset, int64_t pad, int64_t block_size = 0, DType kv_dtype = DType::kF32) {
     SCOPED_TRACE(testing::Message() << "n_q=" << n_q << " n_kv=" << n_kv << " heads=" << heads << "/" << kv_heads
                                     << " hd=" << hd << " causal=" << causal << " q_offset=" << q_offset
-                                    << " pad=" << pad << " block_size=" << block_size << " kv_bf16=" << kv_bf16);
+                                    << " pad=" << pad << " block_size=" << block_size
+                                    << " kv=" << dtype_name(kv_dtype));
+    const bool kv_bf16 = kv_dtype == DType::kBF16, kv_fp8 = kv_dtype == DType::kF8E4M3;
     AttentionParams p;
     p.n_q = n_q;
     p.n_kv = n_kv;
@@ -141,9 +146,35 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
       k16[i] = f32_to_bf16(k[i]);
       v16[i] = f32_to_bf16(v[i]);
     }
-    if (kv_bf16) p.kv_dtype = DType::kBF16;
-    ref_->attention(q.data(), kv_bf16 ? static_cast<const void*>(k16.data()) : k.data(),
-                    kv_bf16 ? static_cast<const void*>(v16.data()) : v.data(), outr.data(), p);
+    // An FP8 KV cache: E4M3 codes with a scale per row and kv head (amax / 448, as model::KvPool
+    // writes them); the padding between rows holds NaN codes, so reading it shows up.
+    std::vector<uint8_t> k8(k.size(), 0x7f), v8(v.size(), 0x7f);
+    std::vector<float> ks(n_kv * kv_heads), vs(n_kv * kv_heads);
+    for (int64_t j = 0; j < n_kv; ++j)
+      for (int64_t kh = 0; kh < kv_heads; ++kh) {
+        const int64_t o = j * p.kv_stride + kh * hd;
+        float ka = 0, va = 0;
+        for (int64_t d = 0; d < hd; ++d) {
+          ka = std::max(ka, std::fabs(k[o + d]));
+          va = std::max(va, std::fabs(v[o + d]));
+        }
+        ks[j * kv_heads + kh] = ka / 448.0f;
+        vs[j * kv_heads + kh] = va / 448.0f;
+        for (int64_t d = 0; d < hd; ++d) {
+          k8[o + d] = f32_to_fp8_e4m3(k[o + d] / ks[j * kv_heads + kh]);
+          v8[o + d] = f32_to_fp8_e4m3(v[o + d] / vs[j * kv_heads + kh]);
+        }
+      }
+    auto kv_ptr = [&](const std::vector<float>& f, const std::vector<uint16_t>& b, const std::vector<uint8_t>& e) {
+      return kv_fp8 ? static_cast<const void*>(e.data())
+                    : kv_bf16 ? static_cast<const void*>(b.data()) : static_cast<const void*>(f.data());
+    };
+    p.kv_dtype = kv_dtype;
+    if (kv_fp8) {
+      p.k_scale = ks.data();
+      p.v_scale = vs.data();
+    }
+    ref_->attention(q.data(), kv_ptr(k, k16, k8), kv_ptr(v, v16, v8), outr.data(), p);
     if (block_size > 0) {
       // Paged KV: scatter the rows over a pool in reversed block order (plus a spare block), with
       // NaN in the unused rows so a wrong read shows up.
@@ -152,8 +183,14 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
       for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - b);
       std::vector<float> kp((n_blocks + 1) * block_size * p.kv_stride, NAN), vp(kp.size(), NAN);
       std::vector<uint16_t> kp16(kp.size(), 0x7fc0), vp16(kp.size(), 0x7fc0);  // bf16 NaN
+      std::vector<uint8_t> kp8(kp.size(), 0x7f), vp8(kp.size(), 0x7f);           // E4M3 NaN
+      std::vector<float> ksp((n_blocks + 1) * block_size * kv_heads, NAN), vsp(ksp.size(), NAN);
       for (int64_t j = 0; j < n_kv; ++j) {
         const int64_t row = table[j / block_size] * block_size + j % block_size;
+        std::copy(k8.begin() + j * p.kv_stride, k8.begin() + (j + 1) * p.kv_stride, kp8.begin() + row * p.kv_stride);
+        std::copy(v8.begin() + j * p.kv_stride, v8.begin() + (j + 1) * p.kv_stride, vp8.begin() + row * p.kv_stride);
+        std::copy(ks.begin() + j * kv_heads, ks.begin() + (j + 1) * kv_heads, ksp.begin() + row * kv_heads);
+        std::copy(vs.begin() + j * kv_heads, vs.begin() + (j + 1) * kv_heads, vsp.begin() + row * kv_heads);
         std::copy(k.begin() + j * p.kv_stride, k.begin() + (j + 1) * p.kv_stride, kp.begin() + row * p.kv_stride);
         std::copy(v.begin() + j * p.kv_stride, v.begin() + (j + 1) * p.kv_stride, vp.begin() + row * p.kv_stride);
         std::copy(k16.begin() + j * p.kv_stride, k16.begin() + (j + 1) * p.kv_stride, kp16.begin() + row * p.kv_stride);
@@ -161,14 +198,13 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
       }
       p.block_table = table.data();
       p.block_size = block_size;
-      if (kv_bf16)
-        ops_->attention(q.data(), kp16.data(), vp16.data(), out.data(), p);
-      else
-        ops_->attention(q.data(), kp.data(), vp.data(), out.data(), p);
-    } else if (kv_bf16) {
-      ops_->attention(q.data(), k16.data(), v16.data(), out.data(), p);
+      if (kv_fp8) {
+        p.k_scale = ksp.data();
+        p.v_scale = vsp.data();
+      }
+      ops_->attention(q.data(), kv_ptr(kp, kp16, kp8), kv_ptr(vp, vp16, vp8), out.data(), p);
     } else {
-      ops_->attention(q.data(), k.data(), v.data(), out.data(), p);
+      ops_->attention(q.data(), kv_ptr(k, k16, k8), kv_ptr(v, v16, v8), out.data(), p);
     }
     // Outputs are convex combinations of v rows (|v| <= 1). f32: score errors ~1e-6 relative.
     // bf16: q, k, p and v rounded to bf16 (2^-8 relative each).
@@ -283,13 +319,33 @@ TEST_P(CpuOpsTest, AttentionPagedKv) {
 // A BF16 KV cache (cpu-bf16's default): decode, few-query and chunked prefill, contiguous and
 // paged, against the oracle reading the same BF16 keys and values.
 TEST_P(CpuOpsTest, AttentionBf16Kv) {
-  check_attention(1, 131, 4, 2, 128, true, 130, 0, 16, true);  // decode, partial last block
-  check_attention(1, 1, 4, 4, 64, true, 0, 1, 0, true);
-  check_attention(3, 70, 4, 2, 128, true, 67, 2, 16, true);
-  check_attention(2, 300, 4, 2, 128, true, 40, 0, 0, true);
-  check_attention(1, 50, 2, 1, 18, true, 49, 0, 16, true);     // odd head_dim: masked tails
-  check_attention(40, 103, 4, 2, 128, true, 63, 0, 16, true);  // chunked prefill (tiled path)
-  check_attention(45, 45, 4, 2, 128, true, 0, 0, 0, true);
+  check_attention(1, 131, 4, 2, 128, true, 130, 0, 16, DType::kBF16);  // decode, partial last block
+  check_attention(1, 1, 4, 4, 64, true, 0, 1, 0, DType::kBF16);
+  check_attention(3, 70, 4, 2, 128, true, 67, 2, 16, DType::kBF16);
+  check_attention(2, 300, 4, 2, 128, true, 40, 0, 0, DType::kBF16);
+  check_attention(1, 50, 2, 1, 18, true, 49, 0, 16, DType::kBF16);     // odd head_dim: masked tails
+  check_attention(40, 103, 4, 2, 128, true, 63, 0, 16, DType::kBF16);  // chunked prefill (tiled path)
+  check_attention(45, 45, 4, 2, 128, true, 0, 0, 0, DType::kBF16);
+}
+
+// An FP8 E4M3 KV cache (--kv-cache-dtype fp8) with a scale per row and kv head, against the oracle
+// reading the same codes and scales: decode (the register paths at head_dim 64 / 128 and the
+// generic loops with masked tails at odd head dims), several blocks, GQA, chunked prefill.
+TEST_P(CpuOpsTest, AttentionFp8Kv) {
+  const DType f8 = DType::kF8E4M3;
+  check_attention(1, 131, 4, 2, 128, true, 130, 0, 16, f8);  // decode, partial last block
+  check_attention(1, 1, 4, 4, 64, true, 0, 1, 0, f8);
+  check_attention(3, 70, 4, 2, 128, true, 67, 2, 16, f8);
+  check_attention(2, 300, 8, 2, 128, true, 40, 0, 0, f8);    // GQA group of 4
+  check_attention(4, 1000, 2, 2, 64, false, 0, 3, 32, f8);   // many blocks, several key chunks
+  check_attention(1, 50, 2, 1, 18, true, 49, 0, 16, f8);     // odd head_dim: masked tails
+  check_attention(2, 77, 6, 3, 36, true, 75, 1, 16, f8);
+  check_attention(1, 40, 2, 2, 32, true, 39, 0, 8, f8);      // 4 AVX2 vectors
+  check_attention(1, 33, 3, 1, 100, true, 32, 2, 16, f8);
+  check_attention(2, 20, 2, 1, 520, true, 18, 0, 16, f8);    // past the widening buffer: the generic loops
+  check_attention(40, 103, 4, 2, 128, true, 63, 0, 16, f8);  // chunked prefill (tiled path)
+  check_attention(45, 45, 4, 2, 128, true, 0, 0, 0, f8);
+  check_attention(35, 50, 2, 1, 18, true, 15, 0, 16, f8);
 }
 
 TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {
@@ -439,6 +495,25 @@ INSTANTIATE_TEST_SUITE_P(Cpu, CpuMathTest, testing::ValuesIn(kAllIsas),
                              if (c == '-') c = '_';
                            return s;
                          });
+
+// Every ISA path widens all 256 E4M3 codes as core/fp8.h does (NaN codes to NaN), at every
+// length (full vectors and masked tails).
+TEST_P(CpuMathTest, Fp8DecodeMatchesScalar) {
+  const cpu::KernelTable* t = cpu_kernel_table(GetParam());
+  ASSERT_NE(t->fp8_to_f32, nullptr);
+  std::vector<uint8_t> codes(256 + 37);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>((i * 7) & 0xff);  // every code, shuffled
+  for (int64_t n : {int64_t(256 + 37), int64_t(1), int64_t(7), int64_t(15), int64_t(17), int64_t(256)}) {
+    std::vector<float> y(n + 1, 12345.0f);
+    t->fp8_to_f32(codes.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = fp8_e4m3_to_f32(codes[i]);
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(y[i])) << "code " << int(codes[i]);
+      else EXPECT_EQ(std::memcmp(&y[i], &want, 4), 0) << "code " << int(codes[i]) << ": " << y[i] << " vs " << want;
+    }
+    EXPECT_EQ(y[n], 12345.0f) << "wrote past n = " << n;
+  }
+}
 
 TEST(CpuBackends, RegisteredNames) {
   EXPECT_NE(make_ops("cpu"), nullptr);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/fp8.h"
 #include "kernels/ops.h"
 
 namespace locr::kernels {
@@ -152,6 +153,47 @@ TEST(RefOps, Bf16KvReadsTheSameValuesAsF32) {
   p.kv_dtype = DType::kBF16;
   ops->attention(q.data(), k16.data(), v16.data(), b.data(), p);
   for (int64_t i = 0; i < 2 * 2 * hd; ++i) EXPECT_EQ(a[i], b[i]) << i;
+}
+
+TEST(RefOps, AttentionFp8KvEqualsF32KvOfTheDecodedValues) {
+  // An FP8 cache (codes and a scale per row and kv head) must read as an F32 cache holding
+  // code value * scale; with power-of-two scales that product is exact, so bit for bit. Two kv
+  // heads of different scales catch a wrong scale index.
+  auto ops = make_ops("ref");
+  const int64_t n = 9, hd = 4, nkv = 2, w = nkv * hd;
+  std::vector<float> q(2 * 4 * hd), k(n * w), v(n * w), ks(n * nkv), vs(n * nkv);
+  std::vector<uint8_t> k8(n * w), v8(n * w);
+  for (int64_t i = 0; i < 2 * 4 * hd; ++i) q[i] = static_cast<float>(std::sin(1.3 * i));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t h = 0; h < nkv; ++h) {
+      ks[j * nkv + h] = std::ldexp(1.0f, static_cast<int>(-4 - j - 3 * h));
+      vs[j * nkv + h] = std::ldexp(1.0f, static_cast<int>(-6 + h - j % 3));
+      for (int64_t d = 0; d < hd; ++d) {
+        const int64_t i = j * w + h * hd + d;
+        k8[i] = f32_to_fp8_e4m3(static_cast<float>(std::sin(0.7 * i) * 300));
+        v8[i] = f32_to_fp8_e4m3(static_cast<float>(std::cos(0.3 * i) * 200));
+        k[i] = fp8_e4m3_to_f32(k8[i]) * ks[j * nkv + h];
+        v[i] = fp8_e4m3_to_f32(v8[i]) * vs[j * nkv + h];
+      }
+    }
+  AttentionParams p;
+  p.n_q = 2;
+  p.n_kv = n;
+  p.n_heads = 4;
+  p.n_kv_heads = nkv;
+  p.head_dim = hd;
+  p.q_stride = p.out_stride = 4 * hd;
+  p.kv_stride = w;
+  p.scale = 0.5f;
+  p.causal = true;
+  p.q_offset = n - 2;
+  std::vector<float> a(2 * 4 * hd), b(2 * 4 * hd);
+  ops->attention(q.data(), k.data(), v.data(), a.data(), p);
+  p.kv_dtype = DType::kF8E4M3;
+  p.k_scale = ks.data();
+  p.v_scale = vs.data();
+  ops->attention(q.data(), k8.data(), v8.data(), b.data(), p);
+  for (int64_t i = 0; i < 2 * 4 * hd; ++i) EXPECT_EQ(a[i], b[i]) << i;
 }
 
 TEST(RefOps, UnknownBackend) { EXPECT_THROW(make_ops("tpu"), Error); }

@@ -419,13 +419,17 @@ class CpuOps final : public Ops {
   DType kv_dtype() const override { return precision_ == CpuPrecision::kBF16 ? DType::kBF16 : DType::kF32; }
 
   void attention(const float* q, const void* kv_k, const void* kv_v, float* out, const AttentionParams& p) override {
-    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16, "attention kv dtype ", dtype_name(p.kv_dtype));
-    const bool kv_bf16 = p.kv_dtype == DType::kBF16;
+    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16 || p.kv_dtype == DType::kF8E4M3,
+               "attention kv dtype ", dtype_name(p.kv_dtype));
+    const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
+    LOCR_CHECK(!kv_fp8 || (p.k_scale && p.v_scale), "FP8 KV without scales");
     // Typed views; only the one matching kv_dtype is dereferenced.
     const auto* k = static_cast<const float*>(kv_k);
     const auto* v = static_cast<const float*>(kv_v);
     const auto* k16 = static_cast<const uint16_t*>(kv_k);
     const auto* v16 = static_cast<const uint16_t*>(kv_v);
+    const auto* k8 = static_cast<const uint8_t*>(kv_k);
+    const auto* v8 = static_cast<const uint8_t*>(kv_v);
     LOCR_CHECK(p.n_heads > 0 && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, "attention heads ", p.n_heads,
                " / kv heads ", p.n_kv_heads);
     LOCR_CHECK(p.head_dim > 0 && p.q_stride >= p.n_heads * p.head_dim && p.kv_stride >= p.n_kv_heads * p.head_dim &&
@@ -449,6 +453,9 @@ class CpuOps final : public Ops {
     a.scale = p.scale;
     a.causal = p.causal;
     a.kv_bf16 = kv_bf16;
+    a.kv_fp8 = kv_fp8;
+    a.k_scale = p.k_scale;
+    a.v_scale = p.v_scale;
     ThreadPool& pool = ThreadPool::global();
     if (p.n_q <= kAttnRowsMaxQ) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
@@ -477,9 +484,11 @@ class CpuOps final : public Ops {
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
-    // A paged cache is gathered through its block table, and a BF16 one widened, in the same copy.
+    // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
+    // its scale), in the same copy.
     a.kv_bf16 = false;
-    if ((p.kv_stride != p.head_dim || p.block_table || kv_bf16) && p.n_kv > 0) {
+    a.kv_fp8 = false;
+    if ((p.kv_stride != p.head_dim || p.block_table || kv_bf16 || kv_fp8) && p.n_kv > 0) {
       const int64_t per_head = p.n_kv * p.head_dim;
       kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
       float* kc = kv_copy.get();
@@ -490,7 +499,15 @@ class CpuOps final : public Ops {
             const int64_t row = p.kv_row(j), src = row * p.kv_stride + kh * p.head_dim;
             float* kd = kc + kh * per_head + j * p.head_dim;
             float* vd = vc + kh * per_head + j * p.head_dim;
-            if (kv_bf16) {
+            if (kv_fp8) {
+              const float ks = p.k_scale[row * p.n_kv_heads + kh], vs = p.v_scale[row * p.n_kv_heads + kh];
+              t_->fp8_to_f32(k8 + src, kd, p.head_dim);
+              t_->fp8_to_f32(v8 + src, vd, p.head_dim);
+              for (int64_t d = 0; d < p.head_dim; ++d) {
+                kd[d] *= ks;
+                vd[d] *= vs;
+              }
+            } else if (kv_bf16) {
               t_->bf16_to_f32(k16 + src, kd, p.head_dim);
               t_->bf16_to_f32(v16 + src, vd, p.head_dim);
             } else {

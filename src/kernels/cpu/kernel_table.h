@@ -29,8 +29,12 @@ struct AttnArgs {
   int64_t kv_head_stride;  // elements between kv heads in k / v (head_dim when interleaved in rows)
   float scale;
   bool causal;
-  // Few-query path only: k and v point at BF16 elements (a BF16 KV cache); strides in elements.
+  // Few-query path only: k and v point at BF16 elements (a BF16 KV cache), or at FP8 E4M3 ones
+  // with k_scale / v_scale [pool row][n_kv_heads] (AttentionParams); strides in elements.
   bool kv_bf16;
+  bool kv_fp8;
+  const float* k_scale;
+  const float* v_scale;
   // Few-query path only: paged KV (logical key row j lives at row
   // block_table[j / block_size] * block_size + j % block_size), or null for contiguous rows.
   const int32_t* block_table;
@@ -77,6 +81,7 @@ struct KernelTable {
   void (*erf)(const float* x, float* y, int64_t n);  // exposed for tests
   void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*fp8_to_f32)(const uint8_t* x, float* y, int64_t n);  // FP8 E4M3 (core/fp8.h), unscaled
   void (*f32_to_bf16_round)(const float* x, uint16_t* y, int64_t n);
 
   // Attention. Tiled: one query head h, query rows [q0, q0 + attn_bq) clipped to n_q.

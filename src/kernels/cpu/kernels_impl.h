@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/kernel_table.h"
 
@@ -195,6 +196,13 @@ void k_bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + W <= n; i += W) vstore(y + i, vload_bf16(x + i));
   if (i < n) vstore_n(y + i, vload_bf16_n(x + i, static_cast<int>(n - i)), static_cast<int>(n - i));
+}
+
+// FP8 E4M3 codes to f32 (exact; NaN codes to NaN), without any scale.
+void k_fp8_to_f32(const uint8_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(y + i, vload_fp8(x + i));
+  if (i < n) vstore_n(y + i, vload_fp8_n(x + i, static_cast<int>(n - i)), static_cast<int>(n - i));
 }
 
 void k_f16_to_f32(const uint16_t* x, float* y, int64_t n) {
@@ -570,15 +578,33 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   }
 }
 
-// Keys/values are F32 or BF16 (a BF16 KV cache); these load either as f32 vectors.
+// Keys/values are F32, BF16 (a BF16 KV cache) or FP8 E4M3 (an FP8 one, scaled per row and kv
+// head); these load any of them as f32 vectors (FP8 as its value times 2^-8, without its scale:
+// key_factor / value_factor put the 2^8 back, exactly).
 inline vf vload_kv(const float* p) { return vload(p); }
 inline vf vload_kv(const uint16_t* p) { return vload_bf16(p); }
+inline vf vload_kv(const uint8_t* p) { return vload_fp8_lo(p); }
 inline vf vload_kv_n(const float* p, int n) { return vload_n(p, n); }
 inline vf vload_kv_n(const uint16_t* p, int n) { return vload_bf16_n(p, n); }
+inline vf vload_kv_n(const uint8_t* p, int n) { return vload_fp8_lo_n(p, n); }
 
 // Pool row of logical key j (through the block table when the cache is paged).
 inline int64_t kv_row(const AttnArgs& a, int64_t j) {
   return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+}
+
+// The score scale of key head kh of pool row `row`: scale alone, or times the FP8 key scale and
+// 2^8 (the dot product runs on the unscaled E4M3 values times 2^-8). Likewise the weight of a
+// value row.
+template <class T>
+inline float key_factor(const AttnArgs& a, int64_t row, int64_t kh) {
+  if constexpr (std::is_same_v<T, uint8_t>) return a.k_scale[row * a.n_kv_heads + kh] * 256.0f * a.scale;
+  else return a.scale;
+}
+template <class T>
+inline float value_factor(const AttnArgs& a, int64_t row, int64_t kh, float p) {
+  if constexpr (std::is_same_v<T, uint8_t>) return p * (a.v_scale[row * a.n_kv_heads + kh] * 256.0f);
+  else return p;
 }
 
 template <class T>
@@ -602,9 +628,10 @@ void chunk_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, fl
   const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
   const T* k = reinterpret_cast<const T*>(a.k);
   for (int64_t j = j0; j < j1; ++j) {
-    const T* kr = k + kv_row(a, j) * a.kv_stride;
+    const int64_t row = kv_row(a, j);
+    const T* kr = k + row * a.kv_stride;
     for (int64_t h = 0; h < a.n_heads; ++h)
-      s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * a.scale;
+      s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * key_factor<T>(a, row, h / group);
   }
 }
 
@@ -613,9 +640,10 @@ void chunk_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, flo
   const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
   const T* v = reinterpret_cast<const T*>(a.v);
   for (int64_t j = j0; j < j1; ++j) {
-    const T* vr = v + kv_row(a, j) * a.kv_stride;
+    const int64_t row = kv_row(a, j);
+    const T* vr = v + row * a.kv_stride;
     for (int64_t h = 0; h < a.n_heads; ++h) {
-      const vf p = vset1(s[h * jn + (j - j0)]);
+      const vf p = vset1(value_factor<T>(a, row, h / group, s[h * jn + (j - j0)]));
       const T* vh = vr + (h / group) * a.kv_head_stride;
       float* oh = o + h * hd;
       int64_t d = 0;
@@ -628,18 +656,20 @@ void chunk_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, flo
   }
 }
 
-// BF16 keys/values with head_dim = NV vectors: each key (value) head is widened once into
+// BF16 or FP8 keys/values with head_dim = NV vectors: each key (value) head is widened once into
 // registers and used by every query head of its GQA group.
-template <int NV>
-void bf16_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+template <class T, int NV>
+void narrow_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
   const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
-  const auto* k16 = reinterpret_cast<const uint16_t*>(a.k);
+  const auto* kn = reinterpret_cast<const T*>(a.k);
   for (int64_t j = j0; j < j1; ++j) {
-    const uint16_t* krow = k16 + kv_row(a, j) * a.kv_stride;
+    const int64_t row = kv_row(a, j);
+    const T* krow = kn + row * a.kv_stride;
     for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
-      const uint16_t* kr = krow + kh * a.kv_head_stride;
+      const T* kr = krow + kh * a.kv_head_stride;
       vf kv[NV];
-      LOCR_UNROLL for (int v = 0; v < NV; ++v) kv[v] = vload_bf16(kr + v * W);
+      LOCR_UNROLL for (int v = 0; v < NV; ++v) kv[v] = vload_kv(kr + v * W);
+      const float f = key_factor<T>(a, row, kh);
       for (int64_t g = 0; g < group; ++g) {
         const int64_t h = kh * group + g;
         const float* qh = qi + h * hd;
@@ -649,25 +679,26 @@ void bf16_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, flo
           acc0 = vfma(vload(qh + v * W), kv[v], acc0);
           acc1 = vfma(vload(qh + (v + 1) * W), kv[v + 1], acc1);
         }
-        s[h * jn + (j - j0)] = vhsum(vadd(acc0, acc1)) * a.scale;
+        s[h * jn + (j - j0)] = vhsum(vadd(acc0, acc1)) * f;
       }
     }
   }
 }
 
-template <int NV>
-void bf16_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+template <class T, int NV>
+void narrow_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
   const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
-  const auto* v16 = reinterpret_cast<const uint16_t*>(a.v);
+  const auto* vn = reinterpret_cast<const T*>(a.v);
   for (int64_t j = j0; j < j1; ++j) {
-    const uint16_t* vrow = v16 + kv_row(a, j) * a.kv_stride;
+    const int64_t row = kv_row(a, j);
+    const T* vrow = vn + row * a.kv_stride;
     for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
-      const uint16_t* vr = vrow + kh * a.kv_head_stride;
+      const T* vr = vrow + kh * a.kv_head_stride;
       vf vv[NV];
-      LOCR_UNROLL for (int v = 0; v < NV; ++v) vv[v] = vload_bf16(vr + v * W);
+      LOCR_UNROLL for (int v = 0; v < NV; ++v) vv[v] = vload_kv(vr + v * W);
       for (int64_t g = 0; g < group; ++g) {
         const int64_t h = kh * group + g;
-        const vf p = vset1(s[h * jn + (j - j0)]);
+        const vf p = vset1(value_factor<T>(a, row, kh, s[h * jn + (j - j0)]));
         float* oh = o + h * hd;
         LOCR_UNROLL for (int v = 0; v < NV; ++v) vstore(oh + v * W, vfma(p, vv[v], vload(oh + v * W)));
       }
@@ -675,11 +706,88 @@ void bf16_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, floa
   }
 }
 
+// FP8 keys/values of other head dims (up to kFp8WidenMax): each key (value) head is widened once
+// into an f32 buffer on the stack and used by every query head of its GQA group, so the
+// conversion is paid once per kv head, not once per query head.
+constexpr int64_t kFp8WidenMax = 512;
+
+inline void widen_fp8(const uint8_t* x, float* y, int64_t hd) {
+  int64_t d = 0;
+  for (; d + W <= hd; d += W) vstore(y + d, vload_fp8_lo(x + d));
+  if (d < hd) vstore_n(y + d, vload_fp8_lo_n(x + d, static_cast<int>(hd - d)), static_cast<int>(hd - d));
+}
+
+void fp8_scores_widened(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* k8 = reinterpret_cast<const uint8_t*>(a.k);
+  alignas(64) float kb[kFp8WidenMax];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      widen_fp8(k8 + row * a.kv_stride + kh * a.kv_head_stride, kb, hd);
+      const float f = key_factor<uint8_t>(a, row, kh);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        s[h * jn + (j - j0)] = dot_hd(qi + h * hd, static_cast<const float*>(kb), hd) * f;
+      }
+    }
+  }
+}
+
+void fp8_values_widened(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* v8 = reinterpret_cast<const uint8_t*>(a.v);
+  alignas(64) float vb[kFp8WidenMax];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      widen_fp8(v8 + row * a.kv_stride + kh * a.kv_head_stride, vb, hd);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const vf p = vset1(value_factor<uint8_t>(a, row, kh, s[h * jn + (j - j0)]));
+        float* oh = o + h * hd;
+        int64_t d = 0;
+        for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload(vb + d), vload(oh + d)));
+        if (d < hd) {
+          const int n = static_cast<int>(hd - d);
+          vstore_n(oh + d, vfma(p, vload_n(vb + d, n), vload_n(oh + d, n)), n);
+        }
+      }
+    }
+  }
+}
+
+// Scores (values) of keys [j0, j1) for one element type: the register paths for head_dim of 4 or
+// 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2) of a BF16 or FP8 cache, FP8 of other head
+// dims widened once per kv head, else the generic loops.
+template <class T>
+void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
+  if constexpr (!std::is_same_v<T, float>) {
+    if (nv == 8) return narrow_scores<T, 8>(a, qi, j0, j1, s);
+    if (nv == 4) return narrow_scores<T, 4>(a, qi, j0, j1, s);
+  }
+  if constexpr (std::is_same_v<T, uint8_t>)
+    if (a.head_dim <= kFp8WidenMax) return fp8_scores_widened(a, qi, j0, j1, s);
+  chunk_scores<T>(a, qi, j0, j1, s);
+}
+template <class T>
+void kv_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
+  if constexpr (!std::is_same_v<T, float>) {
+    if (nv == 8) return narrow_values<T, 8>(a, j0, j1, s, o);
+    if (nv == 4) return narrow_values<T, 4>(a, j0, j1, s, o);
+  }
+  if constexpr (std::is_same_v<T, uint8_t>)
+    if (a.head_dim <= kFp8WidenMax) return fp8_values_widened(a, j0, j1, s, o);
+  chunk_values<T>(a, j0, j1, s, o);
+}
+
 // Few queries (decode), flash-decoding style: one query row i against keys [j0, j1) for every
 // head at once, so each K and V row (all kv heads, contiguous) is streamed from memory exactly
 // once. Writes per-head partial results: o [n_heads][head_dim] (unnormalised), ml [n_heads][2]
 // (max score, sum of exp). Scratch: n_heads * (j1 - j0) floats. f32 arithmetic in every mode (K/V
-// widened from BF16 when the cache is BF16): this path is bound by reading K and V, not by arithmetic.
+// widened from BF16 or FP8 when the cache is): this path is bound by reading K and V, not by arithmetic.
 void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* s) {
   const int64_t hd = a.head_dim, nh = a.n_heads;
   const int64_t n_vis = a.causal ? min64(a.n_kv, a.q_offset + i + 1) : a.n_kv;
@@ -694,13 +802,9 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     return;
   }
   const float* qi = a.q + i * a.q_stride;
-  // BF16 with head_dim of 4 or 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2): the register
-  // paths; everything else the generic loops.
-  const int nv_fast = a.kv_bf16 && hd % W == 0 && (hd / W == 4 || hd / W == 8) ? static_cast<int>(hd / W) : 0;
-  if (nv_fast == 8) bf16_scores<8>(a, qi, j0, j1, s);
-  else if (nv_fast == 4) bf16_scores<4>(a, qi, j0, j1, s);
-  else if (a.kv_bf16) chunk_scores<uint16_t>(a, qi, j0, j1, s);
-  else chunk_scores<float>(a, qi, j0, j1, s);
+  if (a.kv_fp8) kv_scores<uint8_t>(a, qi, j0, j1, s);
+  else if (a.kv_bf16) kv_scores<uint16_t>(a, qi, j0, j1, s);
+  else kv_scores<float>(a, qi, j0, j1, s);
   for (int64_t h = 0; h < nh; ++h) {
     float* sh = s + h * jn;
     float mx = -INFINITY;
@@ -722,10 +826,9 @@ void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o
     ml[2 * h] = mx;
     ml[2 * h + 1] = vhsum(sum);
   }
-  if (nv_fast == 8) bf16_values<8>(a, j0, j1, s, o);
-  else if (nv_fast == 4) bf16_values<4>(a, j0, j1, s, o);
-  else if (a.kv_bf16) chunk_values<uint16_t>(a, j0, j1, s, o);
-  else chunk_values<float>(a, j0, j1, s, o);
+  if (a.kv_fp8) kv_values<uint8_t>(a, j0, j1, s, o);
+  else if (a.kv_bf16) kv_values<uint16_t>(a, j0, j1, s, o);
+  else kv_values<float>(a, j0, j1, s, o);
 }
 
 // Merges the chunk partials of query row i: out_h = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c.
@@ -781,6 +884,7 @@ inline KernelTable base_table(const char* isa) {
   t.erf = k_erf;
   t.bf16_to_f32 = k_bf16_to_f32;
   t.f16_to_f32 = k_f16_to_f32;
+  t.fp8_to_f32 = k_fp8_to_f32;
   t.f32_to_bf16_round = k_f32_to_bf16_round;
   t.attn_tile = k_attn_tile;
   t.attn_tile_bf16 = nullptr;

@@ -38,6 +38,35 @@ inline vf vload_f16_n(const uint16_t* p, int n) {
   std::memcpy(tmp, p, sizeof(uint16_t) * (n < W ? n : W));
   return vload_f16(tmp);
 }
+// FP8 E4M3 (core/fp8.h) -> f32. The byte S.EEEE.MMM placed as the f16 S.0EEEE.MMM0000000 is the
+// value times 2^-8, subnormals included (f16's exponent-0 step 2^-24 * 2^7 = E4M3's 2^-9 * 2^-8):
+// the byte in the high half of a 16-bit lane, shifted right by one arithmetically (the sign
+// fills bit 14) and bit 14 cleared, then one F16C conversion. vload_fp8_lo stops there (the
+// attention kernels fold the 2^8 into their scales; a NaN code reads as 480 * 2^-8, which never
+// matters there: a NaN key or value makes its head's scale NaN); vload_fp8 is exact, NaN too.
+inline __m128i fp8_to_f16_bits(__m128i bytes) {  // the low 8 bytes
+  const __m128i w = _mm_unpacklo_epi8(_mm_setzero_si128(), bytes);
+  return _mm_and_si128(_mm_srai_epi16(w, 1), _mm_set1_epi16(static_cast<short>(0xbf80)));
+}
+inline vf vload_fp8_lo(const uint8_t* p) {
+  return _mm256_cvtph_ps(fp8_to_f16_bits(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+inline vf vload_fp8_lo_n(const uint8_t* p, int n) {
+  uint8_t tmp[W] = {0};
+  std::memcpy(tmp, p, n < W ? n : W);
+  return vload_fp8_lo(tmp);
+}
+inline vf vload_fp8(const uint8_t* p) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i nan = _mm_cmpeq_epi16(_mm_cvtepu8_epi16(_mm_and_si128(bytes, _mm_set1_epi8(0x7f))), _mm_set1_epi16(0x7f));
+  const __m128i h = _mm_or_si128(fp8_to_f16_bits(bytes), _mm_and_si128(nan, _mm_set1_epi16(0x7e00)));
+  return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+}
+inline vf vload_fp8_n(const uint8_t* p, int n) {
+  uint8_t tmp[W] = {0};
+  std::memcpy(tmp, p, n < W ? n : W);
+  return vload_fp8(tmp);
+}
 inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 inline vf vfnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }

@@ -31,6 +31,24 @@ inline vf vload_bf16_n(const uint16_t* p, int n) {
 }
 inline vf vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
 inline vf vload_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(vfirst(n), p)); }
+// FP8 E4M3 (core/fp8.h) -> f32 as simd_avx2.h explains, on 16 lanes: vload_fp8_lo gives the
+// value times 2^-8 (NaN codes not special), vload_fp8 the exact value.
+inline __m256i fp8_to_f16_bits(__m128i bytes) {  // 16 bytes
+  const __m256i w = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
+  return _mm256_and_si256(_mm256_srai_epi16(w, 1), _mm256_set1_epi16(static_cast<short>(0xbf80)));
+}
+inline vf vload_fp8_lo(const uint8_t* p) {
+  return _mm512_cvtph_ps(fp8_to_f16_bits(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline vf vload_fp8_lo_n(const uint8_t* p, int n) { return _mm512_cvtph_ps(fp8_to_f16_bits(_mm_maskz_loadu_epi8(vfirst(n), p))); }
+inline vf vload_fp8_bits(__m128i bytes) {
+  const __m256i nan = _mm256_cmpeq_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(bytes, _mm_set1_epi8(0x7f))),
+                                         _mm256_set1_epi16(0x7f));
+  const __m256i h = _mm256_or_si256(fp8_to_f16_bits(bytes), _mm256_and_si256(nan, _mm256_set1_epi16(0x7e00)));
+  return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+}
+inline vf vload_fp8(const uint8_t* p) { return vload_fp8_bits(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline vf vload_fp8_n(const uint8_t* p, int n) { return vload_fp8_bits(_mm_maskz_loadu_epi8(vfirst(n), p)); }
 inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 inline vf vfnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
 inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }

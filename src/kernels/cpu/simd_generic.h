@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "core/fp8.h"
 
 namespace locr::kernels::cpu::LOCR_CPU_NS {
 namespace {
@@ -31,6 +32,15 @@ inline void vstore_n(float* p, vf v, int n) { for (int i = 0; i < n && i < W; ++
 inline vf vload_bf16(const uint16_t* p) { vf r; LOCR_VLOOP r.v[i_] = bf16_to_f32(p[i_]); return r; }
 inline vf vload_bf16_n(const uint16_t* p, int n) {
   vf r; LOCR_VLOOP r.v[i_] = i_ < n ? bf16_to_f32(p[i_]) : 0.0f; return r;
+}
+inline vf vload_fp8(const uint8_t* p) { vf r; LOCR_VLOOP r.v[i_] = fp8_e4m3_to_f32(p[i_]); return r; }
+inline vf vload_fp8_n(const uint8_t* p, int n) {
+  vf r; LOCR_VLOOP r.v[i_] = i_ < n ? fp8_e4m3_to_f32(p[i_]) : 0.0f; return r;
+}
+// The value times 2^-8 (exact), as the vector paths' attention loads give it.
+inline vf vload_fp8_lo(const uint8_t* p) { vf r; LOCR_VLOOP r.v[i_] = fp8_e4m3_to_f32(p[i_]) * 0.00390625f; return r; }
+inline vf vload_fp8_lo_n(const uint8_t* p, int n) {
+  vf r; LOCR_VLOOP r.v[i_] = i_ < n ? fp8_e4m3_to_f32(p[i_]) * 0.00390625f : 0.0f; return r;
 }
 inline vf vload_f16(const uint16_t* p) { vf r; LOCR_VLOOP r.v[i_] = f16_to_f32(p[i_]); return r; }
 inline vf vload_f16_n(const uint16_t* p, int n) {

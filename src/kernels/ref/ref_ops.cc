@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/thread_pool.h"
 
 namespace locr::kernels {
@@ -83,11 +84,16 @@ class RefOps final : public Ops {
 
   void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) override {
     LOCR_CHECK(p.n_heads % p.n_kv_heads == 0);
-    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16, "attention kv dtype ", dtype_name(p.kv_dtype));
-    const bool kv_bf16 = p.kv_dtype == DType::kBF16;
-    // Element e of k / v row `row` as a double.
-    auto kv_at = [&](const void* base, int64_t row, int64_t e) -> double {
+    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16 || p.kv_dtype == DType::kF8E4M3,
+               "attention kv dtype ", dtype_name(p.kv_dtype));
+    const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
+    LOCR_CHECK(!kv_fp8 || (p.k_scale && p.v_scale), "FP8 KV without scales");
+    // Element e of k / v row `row` as a double (an FP8 one times its head's scale).
+    auto kv_at = [&](const void* base, const float* scale, int64_t row, int64_t e) -> double {
       const int64_t i = row * p.kv_stride + e;
+      if (kv_fp8)
+        return static_cast<double>(fp8_e4m3_to_f32(static_cast<const uint8_t*>(base)[i])) *
+               static_cast<double>(scale[row * p.n_kv_heads + e / p.head_dim]);
       return kv_bf16 ? static_cast<double>(bf16_to_f32(static_cast<const uint16_t*>(base)[i]))
                      : static_cast<double>(static_cast<const float*>(base)[i]);
     };
@@ -103,7 +109,7 @@ class RefOps final : public Ops {
         for (int64_t j = 0; j < n_visible; ++j) {
           const int64_t row = p.kv_row(j);
           double s = 0;
-          for (int64_t d = 0; d < p.head_dim; ++d) s += static_cast<double>(qi[d]) * kv_at(k, row, kh * p.head_dim + d);
+          for (int64_t d = 0; d < p.head_dim; ++d) s += static_cast<double>(qi[d]) * kv_at(k, p.k_scale, row, kh * p.head_dim + d);
           scores[j] = s * p.scale;
           mx = std::max(mx, scores[j]);
         }
@@ -116,7 +122,7 @@ class RefOps final : public Ops {
         for (int64_t j = 0; j < n_visible; ++j) {
           const int64_t row = p.kv_row(j);
           const double wgt = scores[j] / sum;
-          for (int64_t d = 0; d < p.head_dim; ++d) acc[d] += wgt * kv_at(v, row, kh * p.head_dim + d);
+          for (int64_t d = 0; d < p.head_dim; ++d) acc[d] += wgt * kv_at(v, p.v_scale, row, kh * p.head_dim + d);
         }
         float* o = out + i * p.out_stride + h * p.head_dim;
         for (int64_t d = 0; d < p.head_dim; ++d) o[d] = static_cast<float>(acc[d]);
