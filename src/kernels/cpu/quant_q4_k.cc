@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/quant_gemm.h"
 
 namespace locr::kernels {
 
@@ -191,28 +190,12 @@ void gemm_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const floa
   if (rows <= 0 || m <= 0) return;
   const cpu::KernelTable* t = cpu_kernel_table(isa);
   const int64_t n_blocks = cols / kQ4KBlock, w_row = n_blocks * kQ4KBlockBytes, x_row = n_blocks * kQ8KBlockBytes;
-  thread_local std::vector<uint8_t> xq;
-  xq.resize(static_cast<size_t>(m * x_row));
-  uint8_t* const xb = xq.data();  // the caller's buffer (a thread_local named inside a job is the worker's)
-  ThreadPool& pool = ThreadPool::global();
-  if (m == 1) {
-    quantize_row_q8_K(x, xb, cols);
-  } else {
-    pool.parallel_for(m, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) quantize_row_q8_K(x + i * cols, xb + i * x_row, cols);
-    });
-  }
-  // Blocks of 16 weight rows (cache-resident while up to 64 activation rows stream past them).
-  constexpr int64_t kRows = 16, kActRows = 64;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  pool.parallel_for((rows + kRows - 1) / kRows, 1, [&](int64_t b, int64_t e, int) {
-    for (int64_t blk = b; blk < e; ++blk) {
-      const int64_t r0 = blk * kRows, nr = std::min(kRows, rows - r0);
-      for (int64_t i0 = 0; i0 < m; i0 += kActRows)
-        t->gemm_q4_k(wb + r0 * w_row, w_row, nr, xb + i0 * x_row, x_row, std::min(kActRows, m - i0), n_blocks,
-                     y + i0 * rows + r0, rows);
-    }
-  });
+  cpu::quantized_gemm(
+      static_cast<const uint8_t*>(w), rows, w_row, x, cols, m, x_row, y,
+      [&](const float* xr, uint8_t* out) { quantize_row_q8_K(xr, out, cols); },
+      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
+        t->gemm_q4_k(wt, w_row, nr, xt, x_row, mr, n_blocks, yt, rows);
+      });
 }
 
 void gemv_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y) {

@@ -6,8 +6,8 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_gemm.h"
 
 namespace locr::kernels {
 
@@ -57,29 +57,12 @@ void gemm_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const floa
   if (rows <= 0 || m <= 0) return;
   const cpu::KernelTable* t = cpu_kernel_table(isa);
   const int64_t n_blocks = cols / kBlock, row_bytes = n_blocks * kBlockBytes;
-  thread_local std::vector<uint8_t> xq;
-  xq.resize(static_cast<size_t>(m * row_bytes));
-  uint8_t* const xb = xq.data();  // the caller's buffer (a thread_local named inside a job is the worker's)
-  ThreadPool& pool = ThreadPool::global();
-  if (m == 1) {
-    quantize_row_q8_0(x, xb, cols);
-  } else {
-    pool.parallel_for(m, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) quantize_row_q8_0(x + i * cols, xb + i * row_bytes, cols);
-    });
-  }
-  // Blocks of 16 weight rows (a few tens of KB, cache-resident while up to 64 activation rows,
-  // themselves L2-sized, stream past them).
-  constexpr int64_t kRows = 16, kActRows = 64;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  pool.parallel_for((rows + kRows - 1) / kRows, 1, [&](int64_t b, int64_t e, int) {
-    for (int64_t blk = b; blk < e; ++blk) {
-      const int64_t r0 = blk * kRows, nr = std::min(kRows, rows - r0);
-      for (int64_t i0 = 0; i0 < m; i0 += kActRows)
-        t->gemm_q8_0(wb + r0 * row_bytes, row_bytes, nr, xb + i0 * row_bytes, row_bytes, std::min(kActRows, m - i0),
-                     n_blocks, y + i0 * rows + r0, rows);
-    }
-  });
+  cpu::quantized_gemm(
+      static_cast<const uint8_t*>(w), rows, row_bytes, x, cols, m, row_bytes, y,
+      [&](const float* xr, uint8_t* out) { quantize_row_q8_0(xr, out, cols); },
+      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
+        t->gemm_q8_0(wt, row_bytes, nr, xt, row_bytes, mr, n_blocks, yt, rows);
+      });
 }
 
 void gemv_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y) {
