@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
 
@@ -102,28 +103,13 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
     LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) c[i * ldc + r] = acc[r][i];
 }
 
-// The kernel_table.h gemm_q4_k entry: tiles of 4 weight rows x 2 activation rows (4 x 1 for one
-// row), the remainders one weight row at a time. Every element is the same canonical dot product
-// whatever the tiling, so the result does not depend on n or m.
-static void q4_k_gemm_simd(const void* w_, int64_t w_stride, int64_t n, const void* x_, int64_t x_stride,
+// The kernel_table.h gemm_q4_k entry (tiling: quant_tiles.h).
+static void q4_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
                            int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
-  const auto* w = static_cast<const uint8_t*>(w_);
-  const auto* x = static_cast<const uint8_t*>(x_);
-  int64_t i = 0;
-  for (; i + 2 <= m; i += 2) {
-    int64_t r = 0;
-    for (; r + 4 <= n; r += 4)
-      q4_k_tile<4, 2>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
-    for (; r < n; ++r)
-      q4_k_tile<1, 2>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
-  }
-  for (; i < m; ++i) {
-    int64_t r = 0;
-    for (; r + 4 <= n; r += 4)
-      q4_k_tile<4, 1>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
-    for (; r < n; ++r)
-      q4_k_tile<1, 1>(w + r * w_stride, w_stride, x + i * x_stride, x_stride, n_blocks, c + i * ldc + r, ldc);
-  }
+  walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
+                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
+                     q4_k_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc);
+                   });
 }
 
 }  // namespace locr::kernels::cpu
