@@ -15,6 +15,9 @@ struct NoEffect {
   const char* name;
   Takes takes;
   const char* why;
+  // --help text of a flag that some values make do something (the front end handles those); by
+  // default "accepted for vLLM compatibility; no effect".
+  const char* help = nullptr;
 };
 
 // vLLM flags (vllm/entrypoints/openai/cli_args.py, vllm/engine/arg_utils.py) that mean nothing here.
@@ -61,7 +64,9 @@ const NoEffect kNoEffect[] = {
     {"rope-scaling", Takes::kValue, "LightOnOCR's rope is fixed by config.json"},
     {"rope-theta", Takes::kValue, "LightOnOCR's rope is fixed by config.json"},
     {"tokenizer-revision", Takes::kValue, "MODEL must be a local directory"},
-    {"quantization", Takes::kValue, "only q8_0 and q4_k (quantized at load) are supported; the weights run as stored"},
+    {"quantization", Takes::kValue, "only q8_0 and q4_k (quantized at load) are supported; the weights run as stored",
+     "q8_0 or q4_k: quantize the weights at load (GGUF Q8_0 / Q4_K, CPU backends); vLLM's other methods (awq, gptq, "
+     "fp8, ...) are accepted and have no effect"},
     {"trust-remote-code", Takes::kFlag, "no Python code is ever run; LightOnOCR is built in"},
     {"enforce-eager", Takes::kFlag, "there are no CUDA graphs on CPU"},
     {"logprobs-mode", Takes::kValue, "logprobs are those of the processed (sampled-from) distribution"},
@@ -250,7 +255,8 @@ void declare_vllm_compat(Args& a) {
   for (const auto& r : kRefused)
     declare_one(a, r.name, r.takes,
                 *r.allowed ? str("accepted for vLLM compatibility; only ", r.allowed, " is possible") : "not supported");
-  for (const auto& n : kNoEffect) declare_one(a, n.name, n.takes, "accepted for vLLM compatibility; no effect");
+  for (const auto& n : kNoEffect)
+    declare_one(a, n.name, n.takes, n.help ? n.help : "accepted for vLLM compatibility; no effect");
   for (const auto& [s, name] : kAliases) a.alias(s, name);
 }
 

@@ -146,6 +146,14 @@ def test_quantization_q8_0_quantizes_at_load_and_serves():
         assert s.stop() == 0
 
 
+def test_quantization_help_says_what_it_does():
+    # The flag sits in the no-effect table for vLLM's other methods; its help must not say "no effect" alone.
+    out = subprocess.run([locr_bin(), "serve", "--help"], capture_output=True, text=True, timeout=60)
+    text = out.stdout + out.stderr
+    i = text.index("--quantization")
+    assert "q8_0 or q4_k: quantize the weights at load" in text[i:i + 300], text[i:i + 300]
+
+
 def test_quantization_q4_k_quantizes_at_load_and_serves():
     # tiny_a's widths (64, 128) are no whole Q4_K super-blocks: its weights fall back to Q8_0, said so.
     s = Server("--quantization", "q4_k")
