@@ -7,6 +7,9 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/q4_k_block.h"
 #include "kernels/ref/ref_ops.h"
+#ifdef LOCR_HAVE_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#endif
 
 namespace locr::kernels {
 
@@ -50,8 +53,13 @@ std::unique_ptr<Ops> make_ops(const std::string& backend) {
   if (backend == "ref") return make_ref_ops();
   if (backend == "cpu-f32") return make_cpu_ops(CpuPrecision::kF32);
   if (backend == "cpu-bf16" || backend == "cpu") return make_cpu_ops(CpuPrecision::kBF16);
+#ifdef LOCR_HAVE_CUDA
+  if (backend == "cuda") return cuda::make_cuda_ops();
+#else
+  if (backend == "cuda") fail(ErrorKind::kUnsupported, "backend cuda: this locr was built without CUDA (-DLOCR_CUDA=ON)");
+#endif
   fail(ErrorKind::kInvalidArgument, "unknown kernel backend '", backend,
-       "' (available: ref, cpu, cpu-f32, cpu-bf16)");
+       "' (available: ref, cpu, cpu-f32, cpu-bf16, cuda)");
 }
 
 }  // namespace locr::kernels

@@ -10,20 +10,15 @@ namespace locr::model {
 
 namespace {
 
-class HostEmbeds : public ImageEmbeds {
- public:
-  explicit HostEmbeds(Tensor t) : t_(std::move(t)) {}
-  int64_t rows() const override { return t_.empty_tensor() ? 0 : t_.dim(0); }
-  Tensor to_host() const override { return t_; }
-  const Tensor& tensor() const { return t_; }
+// Host memory for host_embeds() (tests and host callers that hold a Tensor).
+kernels::Ops& host_ops() {
+  static const std::unique_ptr<kernels::Ops> ops = kernels::make_ops("ref");
+  return *ops;
+}
 
- private:
-  Tensor t_;
-};
-
-class CpuVisionJob : public VisionJob {
+class ModelVisionJob : public VisionJob {
  public:
-  CpuVisionJob(VisionState s, int layers) : s(std::move(s)), layers(layers) {}
+  ModelVisionJob(VisionState s, int layers) : s(std::move(s)), layers(layers) {}
   int64_t n_patches() const override { return s.n_patches(); }
   bool done() const override { return s.next_layer >= layers; }
   VisionState s;
@@ -32,13 +27,45 @@ class CpuVisionJob : public VisionJob {
 
 }  // namespace
 
+Tensor TensorEmbeds::to_host() const {
+  if (ops_.host_memory() || t_.empty_tensor()) return t_;
+  Tensor h = Tensor::empty(DType::kF32, t_.shape());
+  ops_.to_host(h.raw(), t_.raw(), h.nbytes());
+  return h;
+}
+
+namespace vision {
+
+std::unique_ptr<VisionJob> begin(const LightOnOcr& m, const std::vector<ProcessedImage>& images, Taps* taps) {
+  std::vector<ImageGrid> grids;
+  const std::vector<float> patches = m.vision_patches(images, &grids);
+  return std::make_unique<ModelVisionJob>(m.encoder().begin(patches.data(), grids, taps), m.encoder().num_layers());
+}
+
+void run(const LightOnOcr& m, VisionJob& job, int n_layers, Taps* taps) {
+  m.encoder().run_layers(static_cast<ModelVisionJob&>(job).s, n_layers, taps);
+}
+
+std::shared_ptr<ImageEmbeds> finish(const LightOnOcr& m, VisionJob& job, Tensor* vision_hidden, Taps* taps) {
+  auto& j = static_cast<ModelVisionJob&>(job);
+  LOCR_CHECK(j.done(), "vision_finish before the last encoder layer");
+  if (vision_hidden) *vision_hidden = TensorEmbeds(j.s.x, m.ops()).to_host();
+  auto out = std::make_shared<TensorEmbeds>(m.projector().forward(j.s.x, j.s.grids, taps), m.ops());
+  j.s = VisionState();  // free the encoder's buffers now rather than with the job
+  return out;
+}
+
+}  // namespace vision
+
 int64_t kv_blocks_for(int64_t bytes, int64_t bytes_per_block, int64_t max_blocks) {
   int64_t n = std::max<int64_t>(1, bytes / std::max<int64_t>(1, bytes_per_block));
   if (max_blocks > 0) n = std::min(n, max_blocks);
   return n;
 }
 
-std::shared_ptr<ImageEmbeds> CpuExecutor::host_embeds(Tensor t) { return std::make_shared<HostEmbeds>(std::move(t)); }
+std::shared_ptr<ImageEmbeds> CpuExecutor::host_embeds(Tensor t) {
+  return std::make_shared<TensorEmbeds>(std::move(t), host_ops());
+}
 
 CpuExecutor::CpuExecutor(const LightOnOcr& model, const ExecutorOptions& opts)
     : model_(model),
@@ -46,7 +73,8 @@ CpuExecutor::CpuExecutor(const LightOnOcr& model, const ExecutorOptions& opts)
           kv_blocks_for(opts.kv_cache_bytes,
                         KvPool::bytes_per_block(model.config().text, opts.block_size, model.decoder().kv_dtype()),
                         opts.max_kv_blocks),
-          opts.block_size, model.decoder().kv_dtype()) {}
+          opts.block_size, model.decoder().kv_dtype()),
+      ws_(model.ops()) {}
 
 int64_t CpuExecutor::kv_bytes_per_block() const {
   return KvPool::bytes_per_block(model_.config().text, kv_.block_size(), kv_.dtype());
@@ -55,21 +83,13 @@ int64_t CpuExecutor::kv_bytes_per_block() const {
 int CpuExecutor::vision_layers() const { return model_.encoder().num_layers(); }
 
 std::unique_ptr<VisionJob> CpuExecutor::vision_begin(const std::vector<ProcessedImage>& images) {
-  std::vector<ImageGrid> grids;
-  const std::vector<float> patches = model_.vision_patches(images, &grids);
-  return std::make_unique<CpuVisionJob>(model_.encoder().begin(patches.data(), grids, taps_),
-                                        model_.encoder().num_layers());
+  return vision::begin(model_, images, taps_);
 }
 
-void CpuExecutor::vision_run(VisionJob& job, int n_layers) {
-  model_.encoder().run_layers(static_cast<CpuVisionJob&>(job).s, n_layers, taps_);
-}
+void CpuExecutor::vision_run(VisionJob& job, int n_layers) { vision::run(model_, job, n_layers, taps_); }
 
 std::shared_ptr<ImageEmbeds> CpuExecutor::vision_finish(VisionJob& job, Tensor* vision_hidden) {
-  auto& j = static_cast<CpuVisionJob&>(job);
-  LOCR_CHECK(j.done(), "vision_finish before the last encoder layer");
-  if (vision_hidden) *vision_hidden = j.s.x;
-  return host_embeds(model_.projector().forward(j.s.x, j.s.grids, taps_));
+  return vision::finish(model_, job, vision_hidden, taps_);
 }
 
 void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden) {
@@ -88,7 +108,9 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     float* xr = x.data<float>() + row * H;
     model_.decoder().embed(s.ids, s.n, xr);
     if (s.images && s.image_rows) {
-      const Tensor& emb = static_cast<const HostEmbeds*>(s.images)->tensor();
+      const auto* te = dynamic_cast<const TensorEmbeds*>(s.images);
+      LOCR_CHECK(te && te->ops().host_memory(), "image embeddings of another executor");
+      const Tensor& emb = te->tensor();
       for (int64_t i = 0; i < s.n; ++i)
         if (s.image_rows[i] >= 0) {
           LOCR_CHECK(s.image_rows[i] < emb.dim(0), "image row out of range");
@@ -104,7 +126,8 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
   }
   std::function<void(int, const float*)> on_hidden;
   if (hidden) on_hidden = [&](int i, const float* h) { hidden(i, h, R); };
-  model_.decoder().forward(x.data<float>(), steps, kv_, on_hidden, taps_);
+  const HostStepBatch batch(model_.config().text, steps, kv_.block_size());
+  model_.decoder().forward(x.data<float>(), batch.batch(), kv_, ws_, on_hidden, taps_);
   out->logits = Tensor();
   if (sample_rows.empty()) return;
   const int64_t S = static_cast<int64_t>(sample_rows.size());

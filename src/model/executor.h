@@ -7,9 +7,10 @@
 //       embeddings, and whether the last row's logits (or a device-sampled token) are wanted.
 // Scheduling, prefix caching and block accounting stay in runtime/; an executor only computes.
 //
-// CpuExecutor wraps TextDecoder / VisionEncoder / Projector / KvPool with exactly the calls the
-// engine made before (results are bit-identical). The CUDA executor (src/model/cuda/) is made by
-// runtime/executor_factory when the model was loaded with backend "cuda".
+// TextDecoder / VisionEncoder / Projector are the model, on every backend; an executor adds what
+// its device needs around them. CpuExecutor: host step arrays, a host KV pool. The CUDA executor
+// (src/model/cuda/, made by runtime/executor_factory for backend "cuda"): staging of step inputs
+// into fixed device buffers, the device KV pool, decode graphs, device sampling.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,30 @@ class VisionJob {
   virtual int64_t n_patches() const = 0;
   virtual bool done() const = 0;
 };
+
+// Image embeddings in the memory of the model's kernel backend (host for ref/cpu, the device for
+// cuda): what every executor's vision_finish returns.
+class TensorEmbeds : public ImageEmbeds {
+ public:
+  TensorEmbeds(Tensor t, kernels::Ops& ops) : t_(std::move(t)), ops_(ops) {}
+  int64_t rows() const override { return t_.empty_tensor() ? 0 : t_.dim(0); }
+  Tensor to_host() const override;
+  const Tensor& tensor() const { return t_; }
+  const kernels::Ops& ops() const { return ops_; }
+
+ private:
+  Tensor t_;
+  kernels::Ops& ops_;
+};
+
+// The vision half of an executor, the same on every backend: model::VisionEncoder and Projector
+// over the model's kernels, a few encoder layers per call.
+namespace vision {
+std::unique_ptr<VisionJob> begin(const LightOnOcr& m, const std::vector<ProcessedImage>& images, Taps* taps);
+void run(const LightOnOcr& m, VisionJob& job, int n_layers, Taps* taps);
+// vision_hidden, when set, receives a host copy of the encoder's output.
+std::shared_ptr<ImageEmbeds> finish(const LightOnOcr& m, VisionJob& job, Tensor* vision_hidden, Taps* taps);
+}  // namespace vision
 
 // Device sampling parameters of one sequence (see kernels/cuda SampleParams): used only when the
 // executor supports device sampling and the request needs no host-side logits processing.
@@ -139,12 +164,13 @@ class CpuExecutor : public Executor {
     return true;
   }
 
-  // Host image embeddings (also what the CPU executor's ImageEmbeds are).
+  // Host image embeddings (what the CPU executor's ImageEmbeds are), for tests and host callers.
   static std::shared_ptr<ImageEmbeds> host_embeds(Tensor t);
 
  private:
   const LightOnOcr& model_;
   KvPool kv_;
+  Workspace ws_;  // the decoder's activations, reused from step to step
   Taps* taps_ = nullptr;
 };
 

@@ -136,15 +136,21 @@ void LightOnOcr::make_parts(const LoadOptions& opts) {
     if (cuda) fail(ErrorKind::kUnsupported, "--quantization ", opts.quantization, " runs on the CPU backends only");
     quantize_weights(weights_, opts.quantization);
   }
-  // With "cuda" the weights are converted and uploaded by the CUDA executor; the host keeps the
-  // unpacked checkpoint views (the CPU kernels only serve host-side helpers such as embed).
-  if (!ops_) ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
-  if (!cuda) prepare_weights(weights_, *ops_);
+  // Every backend runs the same TextDecoder / VisionEncoder / Projector; "cuda" uploads each weight
+  // as BF16 here (its prepare) and keeps activations on the device.
+  if (!ops_) ops_ = kernels::make_ops(opts.backend);
+  prepare_weights(weights_, *ops_);
   if (kv == DType::kF8E4M3) LOCR_INFO("KV cache: FP8 E4M3 with one f32 scale per token and kv head");
   decoder_ = kv ? std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_, *kv)
                 : std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_);
   encoder_ = std::make_unique<VisionEncoder>(config_.vision, weights_.vision, *ops_);
   projector_ = std::make_unique<Projector>(config_, weights_.projector, *ops_);
+}
+
+void LightOnOcr::check_host_backend(const char* what) const {
+  if (!ops_->host_memory())
+    fail(ErrorKind::kUnsupported, what, " runs on host memory; backend ", ops_->name(),
+         " runs the model through its executor (runtime/executor_factory)");
 }
 
 void LightOnOcr::check_has_vision() const {
@@ -224,6 +230,7 @@ ImageEncoding LightOnOcr::encode_images(const std::vector<ProcessedImage>& image
   ImageEncoding enc;
   if (images.empty()) return enc;
   check_has_vision();
+  check_host_backend("encode_images");
   std::vector<ImageGrid> grids;
   const std::vector<float> patches = vision_patches(images, &grids);
   enc.vision_hidden = encoder_->forward(patches.data(), grids);
@@ -232,6 +239,7 @@ ImageEncoding LightOnOcr::encode_images(const std::vector<ProcessedImage>& image
 }
 
 Tensor LightOnOcr::embed_prompt(const std::vector<int32_t>& ids, const Tensor* image_embeds) const {
+  check_host_backend("embed_prompt");
   const int64_t T = static_cast<int64_t>(ids.size()), H = config_.text.hidden_size;
   Tensor x = Tensor::empty(DType::kF32, {T, H});
   decoder_->embed(ids.data(), T, x.data<float>());

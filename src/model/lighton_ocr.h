@@ -72,10 +72,10 @@ class LightOnOcr {
   bool has_vision() const { return weights_.has_vision; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ChatTemplate& chat_template() const { return *template_; }
-  kernels::Ops& ops() { return *ops_; }
+  kernels::Ops& ops() const { return *ops_; }
   // The backend named at load ("cuda" for the GPU executor; otherwise a CPU kernel backend).
   const std::string& backend() const { return backend_; }
-  // The checkpoint's weights (memory-mapped, unpacked for "cuda") for device uploads.
+  // The checkpoint's weights (memory-mapped views; the backend's prepared copies hang off them).
   const ModelWeights& weights() const { return weights_; }
   // A slot where a device executor keeps state shared by all its instances (uploaded weights).
   std::shared_ptr<void>& device_cache() const { return device_cache_; }
@@ -107,6 +107,7 @@ class LightOnOcr {
   // After config and weights: the kernels (weights packed) and the model's parts.
   void make_parts(const LoadOptions& opts);
   void check_has_vision() const;
+  void check_host_backend(const char* what) const;
   ModelConfig config_;
   GenerationConfig gen_config_;
   ProcessorConfig proc_config_;

@@ -99,18 +99,35 @@ Taps Taps::select(const std::vector<std::string>& requested, const std::vector<s
   return t;
 }
 
-void Taps::record(const char* scope, int layer, const char* site, const float* data, int64_t rows, int64_t cols) {
+Taps::Buf* Taps::find(const char* scope, int layer, const char* site, int64_t cols) {
   std::string name = scope;
   if (layer >= 0) name += "." + std::to_string(layer);
   name += ".";
   name += site;
   auto it = data_.find(name);
-  if (it == data_.end()) return;
+  if (it == data_.end()) return nullptr;
   Buf& b = it->second;
   LOCR_CHECK(b.rows == 0 || b.cols == cols, "tap ", name, ": ", cols, " columns after ", b.cols);
-  b.cols = cols;
-  b.rows += rows;
-  b.v.insert(b.v.end(), data, data + rows * cols);
+  return &b;
+}
+
+void Taps::record(const char* scope, int layer, const char* site, const float* data, int64_t rows, int64_t cols) {
+  Buf* b = find(scope, layer, site, cols);
+  if (!b) return;
+  b->cols = cols;
+  b->rows += rows;
+  b->v.insert(b->v.end(), data, data + rows * cols);
+}
+
+void Taps::record(kernels::Ops& ops, const char* scope, int layer, const char* site, const float* data, int64_t rows,
+                  int64_t cols) {
+  Buf* b = find(scope, layer, site, cols);
+  if (!b) return;
+  b->cols = cols;
+  b->rows += rows;
+  const size_t at = b->v.size();
+  b->v.resize(at + static_cast<size_t>(rows * cols));
+  ops.to_host(b->v.data() + at, data, static_cast<size_t>(rows * cols) * sizeof(float));
 }
 
 std::vector<std::string> Taps::missing() const {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/ops.h"
 #include "model/config.h"
 
 namespace locr::model {
@@ -51,6 +52,9 @@ class Taps {
   bool wants(const std::string& name) const { return data_.count(name) != 0; }
   // The model's hook: copies rows x cols F32 when "<scope>[.<layer>].<site>" was selected.
   void record(const char* scope, int layer, const char* site, const float* data, int64_t rows, int64_t cols);
+  // The same for data in the memory of `ops`' backend (copied with Ops::to_host; only when selected).
+  void record(kernels::Ops& ops, const char* scope, int layer, const char* site, const float* data, int64_t rows,
+              int64_t cols);
 
   // Selected names in the order of `known`.
   const std::vector<std::string>& selected() const { return order_; }
@@ -66,6 +70,7 @@ class Taps {
     int64_t cols = 0, rows = 0;
     std::vector<float> v;
   };
+  Buf* find(const char* scope, int layer, const char* site, int64_t cols);
   std::map<std::string, Buf> data_;
   std::vector<std::string> order_, exact_;
 };
@@ -73,6 +78,11 @@ class Taps {
 inline void tap(Taps* t, const char* scope, int layer, const char* site, const float* data, int64_t rows,
                 int64_t cols) {
   if (t) t->record(scope, layer, site, data, rows, cols);
+}
+
+inline void tap(Taps* t, kernels::Ops& ops, const char* scope, int layer, const char* site, const float* data,
+                int64_t rows, int64_t cols) {
+  if (t) t->record(ops, scope, layer, site, data, rows, cols);
 }
 
 // Every tap name of a model, in forward order (vision ones only when `vision`).

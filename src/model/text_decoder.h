@@ -14,7 +14,9 @@
 #include "core/tensor.h"
 #include "kernels/ops.h"
 #include "model/config.h"
+#include "model/step_batch.h"
 #include "model/weights.h"
+#include "model/workspace.h"
 
 namespace locr::model {
 
@@ -31,19 +33,25 @@ class Taps;  // model/taps.h
 // of every token uses E4M3's full range (docs/numerics.md, "FP8 KV cache").
 class KvPool {
  public:
-  KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size, DType dtype = DType::kF32);
+  // `ops`, when given, owns the memory (kernels::Ops::alloc: device memory for a device backend);
+  // otherwise the pool is host memory.
+  KvPool(const TextConfig& cfg, int64_t n_blocks, int block_size, DType dtype = DType::kF32,
+         kernels::Ops* ops = nullptr);
   int block_size() const { return block_size_; }
   int64_t n_blocks() const { return n_blocks_; }
   int64_t row_width() const { return width_; }
   DType dtype() const { return dtype_; }
-  const void* k(int layer) const { return k_[layer].raw(); }
-  const void* v(int layer) const { return v_[layer].raw(); }
+  const void* k(int layer) const { return k_[layer].get(); }
+  const void* v(int layer) const { return v_[layer].get(); }
   // F8_E4M3 pools: the per (row, kv head) scales; null otherwise.
-  const float* k_scale(int layer) const { return k_scale_.empty() ? nullptr : k_scale_[layer].data<float>(); }
-  const float* v_scale(int layer) const { return v_scale_.empty() ? nullptr : v_scale_[layer].data<float>(); }
+  const float* k_scale(int layer) const { return k_scale_.empty() ? nullptr : static_cast<float*>(k_scale_[layer].get()); }
+  const float* v_scale(int layer) const { return v_scale_.empty() ? nullptr : static_cast<float*>(v_scale_[layer].get()); }
   // Writes one position's keys and values (F32 [row_width] each) into pool row `slot`, rounding
-  // to nearest even when the pool is BF16 or FP8 (then with each head's scale).
+  // to nearest even when the pool is BF16 or FP8 (then with each head's scale). Host pools only;
+  // the forward pass stores through kernels::Ops::kv_store.
   void store(int layer, int64_t slot, const float* k, const float* v);
+  // Layer `layer` as the kernels see it.
+  kernels::KvLayer layer(int layer) const;
   // Bytes per block over all layers (keys and values, and the FP8 scales).
   static int64_t bytes_per_block(const TextConfig& cfg, int block_size, DType dtype = DType::kF32);
 
@@ -53,16 +61,8 @@ class KvPool {
   int64_t width_;
   int64_t n_kv_heads_, head_dim_;
   DType dtype_;
-  std::vector<Tensor> k_, v_;
-  std::vector<Tensor> k_scale_, v_scale_;  // F8_E4M3 only
-};
-
-// One sequence's share of a decoder step: n_new tokens at positions pos0 .. pos0+n_new-1, whose
-// keys/values go to (and whose attention reads) the blocks of `block_table`.
-struct SeqStep {
-  int64_t pos0 = 0;
-  int64_t n_new = 0;
-  const int32_t* block_table = nullptr;
+  std::vector<std::shared_ptr<void>> k_, v_;
+  std::vector<std::shared_ptr<void>> k_scale_, v_scale_;  // F8_E4M3 only
 };
 
 // A single sequence with its own small pool and an identity block table (CLI use).
@@ -89,12 +89,17 @@ class TextDecoder {
   TextDecoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops, DType kv_dtype)
       : cfg_(cfg), w_(w), ops_(ops), kv_dtype_(kv_dtype) {}
 
-  // One step over several sequences. x: [sum n_new, hidden] input embeddings (rows of the
-  // sequences in order), overwritten with the final-normed hidden states. Linear layers run over
-  // all rows at once; attention per sequence over its paged KV.
-  // If `on_hidden` is set it is called with (i, [rows, hidden]) for i = 0..L as transformers'
+  // One step over several sequences: the only implementation of the decoder, on every backend.
+  // x: [b.rows, hidden] input embeddings (rows of the sequences in order), overwritten with the
+  // final-normed hidden states. Linear layers run over all rows at once; attention per sequence
+  // over its paged KV (Ops::paged_attention). x, b's arrays, kv and ws are backend memory; the
+  // activations live in `ws` (fixed pointers from one step to the next).
+  // If `on_hidden` is set it is called with (i, [rows, hidden] host) for i = 0..L as transformers'
   // output_hidden_states (0 = embeddings, L = after the final norm). `taps` (model/taps.h), when
   // set, records the selected intermediates ("text.L.q", ...) of all rows.
+  void forward(float* x, const StepBatch& b, KvPool& kv, Workspace& ws,
+               const std::function<void(int, const float*)>& on_hidden = nullptr, Taps* taps = nullptr) const;
+  // Host backends: the step's arrays built from `seqs`, activations in a workspace of this call.
   void forward(float* x, const std::vector<SeqStep>& seqs, KvPool& kv,
                const std::function<void(int, const float*)>& on_hidden = nullptr, Taps* taps = nullptr) const;
   // Single-sequence convenience: positions cache.size() .. +T-1; the cache grows by T.

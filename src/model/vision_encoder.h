@@ -28,10 +28,11 @@ struct ImageGrid {
 
 // An encoding in progress: the residual stream after `next_layer` blocks. Lets the serving engine
 // spread one large page over several steps (a few layers per step) so decodes are not starved.
+// x, cos and sin live in the encoder's backend memory (kernels::Ops::alloc; host for ref/cpu).
 struct VisionState {
   std::vector<ImageGrid> grids;
-  Tensor x;                    // [sum n_patches, hidden]
-  std::vector<float> cos, sin; // RoPE tables [sum n_patches, head_dim/2]
+  Tensor x;         // [sum n_patches, hidden]
+  Tensor cos, sin;  // RoPE tables [sum n_patches, head_dim/2]
   int next_layer = 0;
   int64_t n_patches() const { return x.empty_tensor() ? 0 : x.dim(0); }
 };
@@ -39,7 +40,8 @@ struct VisionState {
 class VisionEncoder {
  public:
   VisionEncoder(const VisionConfig& cfg, const VisionWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
-  // patches: [sum n_patches, 3*p*p] for the images in `grids`, in order. Returns [sum n_patches, hidden].
+  // The only implementation of the encoder, on every backend. patches: host [sum n_patches, 3*p*p]
+  // for the images in `grids`, in order. Returns [sum n_patches, hidden] in backend memory.
   Tensor forward(const float* patches, const std::vector<ImageGrid>& grids, Taps* taps = nullptr) const;
 
   // Incremental form: begin() runs the patch conv and ln_pre; run_layers() advances up to n blocks.
@@ -57,7 +59,8 @@ class VisionEncoder {
 class Projector {
  public:
   Projector(const ModelConfig& cfg, const ProjectorWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
-  // features: [sum n_patches, vision hidden] -> [sum (grid_h/2)*(grid_w/2), text hidden].
+  // features: [sum n_patches, vision hidden] -> [sum (grid_h/2)*(grid_w/2), text hidden], both in
+  // the backend's memory.
   Tensor forward(const Tensor& features, const std::vector<ImageGrid>& grids, Taps* taps = nullptr) const;
 
  private:
@@ -66,7 +69,10 @@ class Projector {
   kernels::Ops& ops_;
 };
 
-// The channel-major 2x2 merge alone (exposed for tests): in [grid_h*grid_w, d] row-major grid ->
+// A [rows, cols] F32 tensor in `ops`' backend memory.
+Tensor backend_tensor(kernels::Ops& ops, int64_t rows, int64_t cols);
+
+// The channel-major 2x2 merge alone (host; exposed for tests): in [grid_h*grid_w, d] row-major grid ->
 // out [(grid_h/m)*(grid_w/m), d*m*m] with out[i*(gw/m)+j][c*m*m + a*m + b] = in[(m*i+a)*gw + (m*j+b)][c].
 // Odd trailing rows/columns are dropped, as torch's unfold does.
 void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out);

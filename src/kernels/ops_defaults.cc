@@ -1,0 +1,145 @@
+// The defaults of Ops' memory, fused and batched ops: host memory, and compositions of the
+// primitive ops in exactly the order the model made them before they existed (so the CPU backends'
+// results did not change when the model began calling them). Device backends override these.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/fp8.h"
+#include "kernels/ops.h"
+
+namespace locr::kernels {
+
+std::shared_ptr<void> Ops::alloc(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) fail(ErrorKind::kLimit, "out of memory allocating ", bytes, " bytes of activations");
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+void Ops::to_host(void* host_dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(host_dst, src, bytes);
+}
+
+void Ops::from_host(void* dst, const void* host_src, size_t bytes) {
+  if (bytes) std::memcpy(dst, host_src, bytes);
+}
+
+void Ops::add_rms_norm(float* x, const float* delta, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) {
+  add(x, delta, rows * dim);
+  rms_norm(x, w, eps, rows, dim, y);
+}
+
+void Ops::kv_store(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
+                   const KvLayer& kv) {
+  kv_store_host(k, v, stride, slots, n, kv);
+}
+
+void Ops::paged_attention(const float* q, int64_t q_stride, const KvLayer& kv, const PagedBatch& b,
+                          int64_t n_heads, float scale, float* out, int64_t out_stride) {
+  LOCR_CHECK(b.host_cu_q && b.host_seq_lens && b.host_tables, "paged attention without host step arrays");
+  for (int64_t i = 0; i < b.n_seqs; ++i) {
+    const int64_t row = b.host_cu_q[i], n_new = b.host_cu_q[i + 1] - row;
+    if (n_new <= 0) continue;
+    AttentionParams ap;
+    ap.n_q = n_new;
+    ap.n_kv = b.host_seq_lens[i];
+    ap.n_heads = n_heads;
+    ap.n_kv_heads = kv.n_kv_heads;
+    ap.head_dim = kv.head_dim;
+    ap.q_stride = q_stride;
+    ap.kv_stride = kv.width();
+    ap.out_stride = out_stride;
+    ap.scale = scale;
+    ap.causal = true;
+    ap.q_offset = ap.n_kv - n_new;
+    ap.block_table = b.host_tables + i * b.max_blocks;
+    ap.block_size = b.block_size;
+    ap.kv_dtype = kv.dtype;
+    ap.k_scale = kv.k_scale;
+    ap.v_scale = kv.v_scale;
+    attention(q + row * q_stride, kv.k, kv.v, out + row * out_stride, ap);
+  }
+}
+
+void Ops::patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) {
+  patch_merge_host(in, grid_h, grid_w, d, m, out);
+}
+
+namespace {
+
+// One head of head_dim values to FP8 E4M3 with scale amax / 448 (so the largest magnitude maps
+// to 448 and every head uses the whole range; at least FLT_MIN, so 1 / scale is finite). A
+// non-finite input makes the scale NaN, so attention sees NaN rather than a clipped value.
+void store_fp8_head(const float* x, int64_t n, uint8_t* q, float* scale) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    finite = finite && a <= std::numeric_limits<float>::max();
+    amax = a > amax ? a : amax;
+  }
+  const float s = finite ? std::max(amax / kFp8E4M3Max, std::numeric_limits<float>::min())
+                         : std::numeric_limits<float>::quiet_NaN();
+  const float inv = 1.0f / s;
+  for (int64_t i = 0; i < n; ++i) q[i] = f32_to_fp8_e4m3(x[i] * inv);  // |x| * inv may round past 448: saturates
+  *scale = s;
+}
+
+}  // namespace
+
+void kv_store_host(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
+                   const KvLayer& kv) {
+  const int64_t width = kv.width(), nkv = kv.n_kv_heads, hd = kv.head_dim;
+  for (int64_t r = 0; r < n; ++r) {
+    const float* kr = k + r * stride;
+    const float* vr = v + r * stride;
+    const int64_t slot = slots[r];
+    switch (kv.dtype) {
+      case DType::kF32:
+        std::memcpy(static_cast<float*>(kv.k) + slot * width, kr, width * sizeof(float));
+        std::memcpy(static_cast<float*>(kv.v) + slot * width, vr, width * sizeof(float));
+        break;
+      case DType::kBF16: {
+        uint16_t* kd = static_cast<uint16_t*>(kv.k) + slot * width;
+        uint16_t* vd = static_cast<uint16_t*>(kv.v) + slot * width;
+        for (int64_t i = 0; i < width; ++i) {
+          kd[i] = f32_to_bf16(kr[i]);
+          vd[i] = f32_to_bf16(vr[i]);
+        }
+        break;
+      }
+      case DType::kF8E4M3: {
+        uint8_t* kd = static_cast<uint8_t*>(kv.k) + slot * width;
+        uint8_t* vd = static_cast<uint8_t*>(kv.v) + slot * width;
+        for (int64_t h = 0; h < nkv; ++h) {
+          store_fp8_head(kr + h * hd, hd, kd + h * hd, kv.k_scale + slot * nkv + h);
+          store_fp8_head(vr + h * hd, hd, vd + h * hd, kv.v_scale + slot * nkv + h);
+        }
+        break;
+      }
+      default:
+        LOCR_CHECK(false, "KV cache dtype ", dtype_name(kv.dtype));
+    }
+  }
+}
+
+void patch_merge_host(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) {
+  const int oh = grid_h / m, ow = grid_w / m;
+  const int64_t mm = static_cast<int64_t>(m) * m;
+  for (int i = 0; i < oh; ++i)
+    for (int j = 0; j < ow; ++j) {
+      float* o = out + (static_cast<int64_t>(i) * ow + j) * d * mm;
+      for (int a = 0; a < m; ++a)
+        for (int b = 0; b < m; ++b) {
+          const float* src = in + (static_cast<int64_t>(m * i + a) * grid_w + (m * j + b)) * d;
+          for (int64_t c = 0; c < d; ++c) o[c * mm + a * m + b] = src[c];
+        }
+    }
+}
+
+}  // namespace locr::kernels

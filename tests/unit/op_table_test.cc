@@ -1,0 +1,446 @@
+// One op table, run on every backend: each op of kernels::Ops (src/kernels/ops.h) x every backend
+// (ref, cpu-f32 and cpu-bf16 on every CPU ISA path, cuda) at awkward shapes, against the ref
+// backend, through the interface alone: inputs go to the backend's memory with Ops::alloc /
+// from_host and come back with to_host, so the same case runs on host and device backends.
+// A backend this build or machine lacks is reported skipped (GTEST_SKIP), never absent; and
+// OpTable.EveryOpOfTheInterfaceHasACase reads ops.h and fails when an op has no case here.
+// Tolerances (docs/numerics.md, "Op table"): F32 backends 1e-5 relative to the output's scale
+// (ref accumulates in double, cpu-f32 in float); BF16 backends (cpu-bf16, cuda round GEMM inputs,
+// and cuda the attention query and KV rows, to BF16): 2^-6 of the scale.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/fp8.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/devices.h"
+#include "kernels/ops.h"
+
+namespace locr::kernels {
+namespace {
+
+struct BackendCase {
+  std::string name;  // ref, cpu-f32, cpu-bf16, cuda
+  CpuIsa isa = CpuIsa::kAuto;
+};
+
+std::vector<BackendCase> backends() {
+  std::vector<BackendCase> out{{"ref"}};
+  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+    out.push_back({"cpu-f32", isa});
+    out.push_back({"cpu-bf16", isa});
+  }
+  out.push_back({"cuda"});
+  return out;
+}
+
+std::string param_name(const testing::TestParamInfo<BackendCase>& info) {
+  std::string s = info.param.name;
+  if (info.param.isa != CpuIsa::kAuto) s += std::string("_") + cpu_isa_name(info.param.isa);
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+Matrix host_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
+  const auto f = random_vec(static_cast<size_t>(rows * cols), seed);
+  Matrix m;
+  m.dtype = dt, m.rows = rows, m.cols = cols;
+  if (dt == DType::kF32) {
+    auto buf = std::make_shared<std::vector<float>>(f);
+    m.data = buf->data(), m.holder = buf;
+  } else {
+    auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
+    for (size_t i = 0; i < f.size(); ++i) (*buf)[i] = dt == DType::kBF16 ? f32_to_bf16(f[i]) : f32_to_f16(f[i]);
+    m.data = buf->data(), m.holder = buf;
+  }
+  return m;
+}
+
+// A buffer in a backend's memory.
+template <class T>
+struct Buf {
+  Buf(Ops& ops, const std::vector<T>& host) : ops(ops), n(host.size()), p(ops.alloc(host.size() * sizeof(T))) {
+    ops.from_host(p.get(), host.data(), n * sizeof(T));
+  }
+  Buf(Ops& ops, size_t n) : ops(ops), n(n), p(ops.alloc(n * sizeof(T))) {}
+  T* get() const { return static_cast<T*>(p.get()); }
+  std::vector<T> host() const {
+    std::vector<T> h(n);
+    ops.to_host(h.data(), p.get(), n * sizeof(T));
+    return h;
+  }
+  Ops& ops;
+  size_t n;
+  std::shared_ptr<void> p;
+};
+
+// One case runs an op on `ops` and on `ref` and returns (candidate, reference) outputs.
+using Outputs = std::pair<std::vector<float>, std::vector<float>>;
+using CaseFn = std::function<Outputs(Ops& ops, Ops& ref)>;
+
+// Every case, by the op it covers.
+std::multimap<std::string, std::pair<std::string, CaseFn>>& cases() {
+  static std::multimap<std::string, std::pair<std::string, CaseFn>> c;
+  return c;
+}
+
+struct Register {
+  Register(const char* op, const char* what, CaseFn fn) { cases().emplace(op, std::make_pair(what, std::move(fn))); }
+};
+
+// Runs `run(ops, ...)` on both with the same host inputs uploaded to each backend.
+#define OP_CASE(op, what) static Register reg_##op##_##what(#op, #what, [](Ops & ops, Ops & ref) -> Outputs
+
+OP_CASE(matmul, awkward_shapes_every_weight_dtype) {
+  std::vector<float> got, want;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+    for (int64_t M : {1, 3, 17}) {
+      const int64_t N = 37, K = 67;
+      Matrix w = host_matrix(dt, N, K, 11 + static_cast<uint32_t>(M));
+      Matrix wr = w;
+      ops.prepare(w);
+      const auto x = random_vec(static_cast<size_t>(M * K), 5);
+      Buf<float> xb(ops, x), yb(ops, static_cast<size_t>(M * N));
+      ops.matmul(xb.get(), M, w, yb.get());
+      std::vector<float> yr(M * N);
+      ref.matmul(x.data(), M, wr, yr.data());
+      const auto y = yb.host();
+      got.insert(got.end(), y.begin(), y.end());
+      want.insert(want.end(), yr.begin(), yr.end());
+    }
+  return {got, want};
+});
+
+OP_CASE(rms_norm, rows_and_in_place) {
+  const int64_t rows = 5, dim = 67;
+  Matrix w = host_matrix(DType::kBF16, 1, dim, 3);
+  const auto x = random_vec(static_cast<size_t>(rows * dim), 4, -3, 3);
+  Buf<float> xb(ops, x), yb(ops, x.size());
+  ops.rms_norm(xb.get(), w, 1e-6f, rows, dim, yb.get());
+  ops.rms_norm(xb.get(), w, 1e-6f, rows, dim, xb.get());  // in place
+  std::vector<float> yr(x.size()), xr = x;
+  ref.rms_norm(x.data(), w, 1e-6f, rows, dim, yr.data());
+  ref.rms_norm(xr.data(), w, 1e-6f, rows, dim, xr.data());
+  auto got = yb.host(), in_place = xb.host();
+  got.insert(got.end(), in_place.begin(), in_place.end());
+  yr.insert(yr.end(), xr.begin(), xr.end());
+  return {got, yr};
+});
+
+OP_CASE(rope, strided_rows) {
+  const int64_t rows = 3, heads = 3, hd = 16, stride = heads * hd + 5;
+  const auto x = random_vec(static_cast<size_t>(rows * stride), 6);
+  const auto cos = random_vec(static_cast<size_t>(rows * hd / 2), 7), sin = random_vec(cos.size(), 8);
+  Buf<float> xb(ops, x), cb(ops, cos), sb(ops, sin);
+  ops.rope(xb.get(), rows, heads, hd, stride, cb.get(), sb.get());
+  std::vector<float> xr = x;
+  ref.rope(xr.data(), rows, heads, hd, stride, cos.data(), sin.data());
+  return {xb.host(), xr};
+});
+
+OP_CASE(silu_mul, odd_length) {
+  const size_t n = 1001;
+  const auto g = random_vec(n, 9, -8, 8), u = random_vec(n, 10);
+  Buf<float> gb(ops, g), ub(ops, u), ob(ops, n);
+  ops.silu_mul(gb.get(), ub.get(), ob.get(), static_cast<int64_t>(n));
+  std::vector<float> o(n);
+  ref.silu_mul(g.data(), u.data(), o.data(), static_cast<int64_t>(n));
+  return {ob.host(), o};
+});
+
+OP_CASE(gelu, odd_length_wide_range) {
+  const auto x = random_vec(1001, 12, -7, 7);
+  Buf<float> xb(ops, x);
+  ops.gelu(xb.get(), static_cast<int64_t>(x.size()));
+  std::vector<float> xr = x;
+  ref.gelu(xr.data(), static_cast<int64_t>(x.size()));
+  return {xb.host(), xr};
+});
+
+OP_CASE(add, odd_length) {
+  const auto y = random_vec(1001, 13), x = random_vec(1001, 14);
+  Buf<float> yb(ops, y), xb(ops, x);
+  ops.add(yb.get(), xb.get(), static_cast<int64_t>(y.size()));
+  std::vector<float> yr = y;
+  ref.add(yr.data(), x.data(), static_cast<int64_t>(y.size()));
+  return {yb.host(), yr};
+});
+
+OP_CASE(attention, contiguous_gqa_causal_and_not) {
+  std::vector<float> got, want;
+  for (bool causal : {false, true}) {
+    AttentionParams p;
+    p.n_q = p.n_kv = 13;
+    p.n_heads = 4, p.n_kv_heads = 2, p.head_dim = 64;
+    p.q_stride = p.kv_stride = p.out_stride = p.n_heads * p.head_dim;  // k/v use the first kv heads' columns
+    p.scale = 0.125f;
+    p.causal = causal;
+    const auto q = random_vec(static_cast<size_t>(p.n_q * p.q_stride), 15);
+    const auto k = random_vec(q.size(), 16), v = random_vec(q.size(), 17);
+    Buf<float> qb(ops, q), kb(ops, k), vb(ops, v), ob(ops, q.size());
+    ops.attention(qb.get(), kb.get(), vb.get(), ob.get(), p);
+    std::vector<float> o(q.size());
+    ref.attention(q.data(), k.data(), v.data(), o.data(), p);
+    const auto h = ob.host();
+    got.insert(got.end(), h.begin(), h.end());
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  return {got, want};
+});
+
+OP_CASE(embed, bf16_table) {
+  Matrix t = host_matrix(DType::kBF16, 50, 67, 18);
+  const std::vector<int32_t> ids{3, 0, 49, 3, 17, 8, 22};
+  Buf<int32_t> ib(ops, ids);
+  Buf<float> ob(ops, ids.size() * 67);
+  ops.embed(t, ib.get(), static_cast<int64_t>(ids.size()), ob.get());
+  std::vector<float> o(ids.size() * 67);
+  ref.embed(t, ids.data(), static_cast<int64_t>(ids.size()), o.data());
+  return {ob.host(), o};
+});
+
+OP_CASE(add_rms_norm, residual_and_norm) {
+  const int64_t rows = 5, dim = 67;
+  Matrix w = host_matrix(DType::kBF16, 1, dim, 19);
+  const auto x = random_vec(static_cast<size_t>(rows * dim), 20), d = random_vec(x.size(), 21);
+  Buf<float> xb(ops, x), db(ops, d), yb(ops, x.size());
+  ops.add_rms_norm(xb.get(), db.get(), w, 1e-6f, rows, dim, yb.get());
+  std::vector<float> xr = x, yr(x.size());
+  ref.add_rms_norm(xr.data(), d.data(), w, 1e-6f, rows, dim, yr.data());
+  auto got = yb.host(), xs = xb.host();
+  got.insert(got.end(), xs.begin(), xs.end());
+  yr.insert(yr.end(), xr.begin(), xr.end());
+  return {got, yr};
+});
+
+// A pool of `rows` rows of kv layer `kv` (dtype = the backend's KV dtype) in backend memory.
+struct Pool {
+  Pool(Ops& ops, DType dt, int64_t rows, int64_t nkv, int64_t hd)
+      : k(ops.alloc(rows * nkv * hd * dtype_size(dt))), v(ops.alloc(rows * nkv * hd * dtype_size(dt))),
+        ks(ops.alloc(rows * nkv * 4)), vs(ops.alloc(rows * nkv * 4)) {
+    kv.dtype = dt, kv.k = k.get(), kv.v = v.get(), kv.n_kv_heads = nkv, kv.head_dim = hd;
+    if (dt == DType::kF8E4M3) kv.k_scale = static_cast<float*>(ks.get()), kv.v_scale = static_cast<float*>(vs.get());
+  }
+  std::shared_ptr<void> k, v, ks, vs;
+  KvLayer kv;
+};
+
+// The stored rows `slots` (keys, then values), decoded to F32 on the host.
+std::vector<float> decode_rows(Ops& ops, const Pool& p, const std::vector<int32_t>& slots) {
+  const int64_t w = p.kv.width(), nkv = p.kv.n_kv_heads, hd = p.kv.head_dim;
+  const int64_t rows = *std::max_element(slots.begin(), slots.end()) + 1;
+  std::vector<uint8_t> k(rows * w * dtype_size(p.kv.dtype)), v(k.size());
+  std::vector<float> ks(rows * nkv), vs(rows * nkv);
+  ops.to_host(k.data(), p.k.get(), k.size());
+  ops.to_host(v.data(), p.v.get(), v.size());
+  if (p.kv.k_scale) {
+    ops.to_host(ks.data(), p.kv.k_scale, ks.size() * 4);
+    ops.to_host(vs.data(), p.kv.v_scale, vs.size() * 4);
+  }
+  std::vector<float> out;
+  for (const uint8_t* src : {k.data(), v.data()}) {
+    const float* sc = src == k.data() ? ks.data() : vs.data();
+    for (int32_t s : slots)
+      for (int64_t i = 0; i < w; ++i) {
+        const int64_t e = s * w + i;
+        float f = 0;
+        if (p.kv.dtype == DType::kF32) std::memcpy(&f, src + e * 4, 4);
+        if (p.kv.dtype == DType::kBF16) {
+          uint16_t b;
+          std::memcpy(&b, src + e * 2, 2);
+          f = bf16_to_f32(b);
+        }
+        if (p.kv.dtype == DType::kF8E4M3) f = fp8_e4m3_to_f32(src[e]) * sc[s * nkv + i / hd];
+        out.push_back(f);
+      }
+  }
+  return out;
+}
+
+OP_CASE(kv_store, scattered_slots_every_kv_dtype) {
+  std::vector<float> got, want;
+  const int64_t nkv = 2, hd = 64, stride = nkv * hd + 3, n = 5;
+  const std::vector<int32_t> slots{9, 2, 14, 0, 7};
+  const auto k = random_vec(static_cast<size_t>(n * stride), 22, -4, 4), v = random_vec(k.size(), 23, -4, 4);
+  std::vector<DType> dts{DType::kF32, DType::kBF16, DType::kF8E4M3};
+  if (!ops.host_memory()) dts = {ops.kv_dtype()};  // a device backend keeps its cache in its own dtype
+  for (DType dt : dts) {
+    Pool p(ops, dt, 16, nkv, hd), pr(ref, dt, 16, nkv, hd);
+    Buf<float> kb(ops, k), vb(ops, v);
+    Buf<int32_t> sb(ops, slots);
+    ops.kv_store(kb.get(), vb.get(), stride, sb.get(), n, p.kv);
+    ref.kv_store(k.data(), v.data(), stride, slots.data(), n, pr.kv);
+    const auto g = decode_rows(ops, p, slots), w = decode_rows(ref, pr, slots);
+    got.insert(got.end(), g.begin(), g.end());
+    want.insert(want.end(), w.begin(), w.end());
+  }
+  return {got, want};
+});
+
+OP_CASE(paged_attention, three_sequences_shuffled_blocks) {
+  const int64_t nq = 4, nkv = 2, hd = 64, bs = 4, qw = nq * hd, w = nkv * hd;
+  // (pos0, n_new) per sequence: a decode, a fresh prefill, a chunk after 20 cached keys.
+  const std::vector<std::pair<int64_t, int64_t>> seqs{{5, 1}, {0, 4}, {20, 9}};
+  const int64_t max_blocks = 8, n_seqs = 3;
+  std::vector<int32_t> tables(n_seqs * max_blocks, 0), cu_q{0}, seq_lens;
+  std::vector<int32_t> perm(24);
+  for (int i = 0; i < 24; ++i) perm[i] = (i * 7 + 3) % 24;  // every block once, shuffled
+  int next = 0;
+  for (int64_t i = 0; i < n_seqs; ++i) {
+    const int64_t len = seqs[i].first + seqs[i].second;
+    for (int64_t b = 0; b < (len + bs - 1) / bs; ++b) tables[i * max_blocks + b] = perm[next++];
+    cu_q.push_back(cu_q.back() + static_cast<int32_t>(seqs[i].second));
+    seq_lens.push_back(static_cast<int32_t>(len));
+  }
+  const int64_t rows = cu_q.back();
+  // Every cached and new key/value row, stored by ref into a host pool of the backend's KV dtype,
+  // then copied to the backend: both attend over the same stored bits.
+  const DType dt = ops.kv_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
+  Pool host(ref, dt, 24 * bs, nkv, hd);
+  for (int64_t i = 0; i < n_seqs; ++i)
+    for (int64_t j = 0; j < seq_lens[i]; ++j) {
+      const auto kv = random_vec(static_cast<size_t>(2 * w), static_cast<uint32_t>(100 + i * 64 + j));
+      const int32_t slot = tables[i * max_blocks + j / bs] * bs + static_cast<int32_t>(j % bs);
+      ref.kv_store(kv.data(), kv.data() + w, w, &slot, 1, host.kv);
+    }
+  Pool dev(ops, dt, 24 * bs, nkv, hd);
+  const size_t bytes = static_cast<size_t>(24 * bs * w) * dtype_size(dt);
+  ops.from_host(dev.k.get(), host.k.get(), bytes);
+  ops.from_host(dev.v.get(), host.v.get(), bytes);
+  const auto q = random_vec(static_cast<size_t>(rows * qw), 24);
+  Buf<float> qb(ops, q), ob(ops, q.size());
+  Buf<int32_t> tb(ops, tables), cb(ops, cu_q), lb(ops, seq_lens);
+  PagedBatch b;
+  b.n_seqs = n_seqs;
+  b.cu_q = cb.get(), b.seq_lens = lb.get(), b.tables = tb.get();
+  b.host_cu_q = cu_q.data(), b.host_seq_lens = seq_lens.data(), b.host_tables = tables.data();
+  b.max_blocks = max_blocks, b.block_size = bs, b.max_q = 9, b.max_seq_len = 29;
+  ops.paged_attention(qb.get(), qw, dev.kv, b, nq, 0.125f, ob.get(), qw);
+  PagedBatch bh = b;
+  bh.cu_q = cu_q.data(), bh.seq_lens = seq_lens.data(), bh.tables = tables.data();
+  std::vector<float> o(q.size());
+  ref.paged_attention(q.data(), qw, host.kv, bh, nq, 0.125f, o.data(), qw);
+  return {ob.host(), o};
+});
+
+OP_CASE(patch_merge, odd_grid) {
+  const int gh = 5, gw = 6, m = 2;
+  const int64_t d = 7;
+  const auto x = random_vec(static_cast<size_t>(gh * gw * d), 25);
+  const size_t n_out = static_cast<size_t>((gh / m) * (gw / m) * d * m * m);
+  Buf<float> xb(ops, x), ob(ops, n_out);
+  ops.patch_merge(xb.get(), gh, gw, d, m, ob.get());
+  std::vector<float> o(n_out);
+  ref.patch_merge(x.data(), gh, gw, d, m, o.data());
+  return {ob.host(), o};
+});
+
+class OpTable : public testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override {
+    const BackendCase& b = GetParam();
+    if (b.name == "cuda") {
+      std::string why;
+      if (!cuda_usable(&why)) GTEST_SKIP() << "backend cuda: " << why;
+      ops_ = make_ops("cuda");
+    } else if (b.isa != CpuIsa::kAuto) {
+      if (!cpu_isa_supported(b.isa)) GTEST_SKIP() << "this CPU lacks " << cpu_isa_name(b.isa);
+      ops_ = make_cpu_ops(b.name == "cpu-f32" ? CpuPrecision::kF32 : CpuPrecision::kBF16, b.isa);
+    } else {
+      ops_ = make_ops(b.name);
+    }
+    ref_ = make_ops("ref");
+  }
+  double rtol() const { return GetParam().name == "cpu-bf16" || GetParam().name == "cuda" ? 1.0 / 64 : 1e-5; }
+
+  void run_op(const std::string& op) {
+    auto [lo, hi] = cases().equal_range(op);
+    ASSERT_NE(lo, hi) << "op " << op << " has no case";
+    for (auto it = lo; it != hi; ++it) {
+      SCOPED_TRACE(op + "/" + it->second.first);
+      const auto [got, want] = it->second.second(*ops_, *ref_);
+      ASSERT_EQ(got.size(), want.size());
+      ASSERT_FALSE(want.empty());
+      double scale = 0;
+      for (float w : want) scale = std::max(scale, std::fabs(static_cast<double>(w)));
+      const double tol = rtol() * std::max(scale, 1e-3);
+      int bad = 0;
+      for (size_t i = 0; i < got.size() && bad < 5; ++i)
+        if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol)) {
+          ++bad;
+          ADD_FAILURE() << "element " << i << ": " << got[i] << " vs ref " << want[i] << " (tol " << tol << ")";
+        }
+    }
+  }
+  std::unique_ptr<Ops> ops_, ref_;
+};
+
+// One test per op, so a backend that lacks an op shows up by name.
+#define OP_TEST(op) \
+  TEST_P(OpTable, op) { run_op(#op); }
+OP_TEST(matmul)
+OP_TEST(rms_norm)
+OP_TEST(rope)
+OP_TEST(silu_mul)
+OP_TEST(gelu)
+OP_TEST(add)
+OP_TEST(attention)
+OP_TEST(embed)
+OP_TEST(add_rms_norm)
+OP_TEST(kv_store)
+OP_TEST(paged_attention)
+OP_TEST(patch_merge)
+
+INSTANTIATE_TEST_SUITE_P(Backends, OpTable, testing::ValuesIn(backends()), param_name);
+
+// The ops of the interface, read from its header: every virtual member that computes (not the
+// memory, naming or preparation members) must have a case above and a test.
+TEST(OpTableCoverage, EveryOpOfTheInterfaceHasACase) {
+  std::ifstream f(std::string(LOCR_SOURCE_DIR) + "/kernels/ops.h");
+  ASSERT_TRUE(f) << "cannot read src/kernels/ops.h";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  const size_t begin = text.find("class Ops {"), end = text.find("\n};", begin);
+  ASSERT_NE(begin, std::string::npos);
+  const std::string body = text.substr(begin, end - begin);
+  const std::set<std::string> not_ops{"name", "prepare", "kv_dtype", "host_memory", "alloc", "to_host",
+                                      "from_host", "synchronize", "scratch_generation"};
+  const std::regex decl(R"(virtual\s+[\w:<>\*&\s]+?\b(\w+)\s*\()");
+  std::set<std::string> ops;
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), decl); it != std::sregex_iterator(); ++it)
+    if (!not_ops.count((*it)[1])) ops.insert((*it)[1]);
+  EXPECT_GE(ops.size(), 12u) << "the header parse found too few ops";
+  const std::set<std::string> tested{"matmul", "rms_norm", "rope", "silu_mul", "gelu", "add", "attention",
+                                     "embed", "add_rms_norm", "kv_store", "paged_attention", "patch_merge"};
+  for (const auto& op : ops) {
+    EXPECT_TRUE(cases().count(op)) << "op " << op << " of kernels::Ops has no case in the op table";
+    EXPECT_TRUE(tested.count(op)) << "op " << op << " of kernels::Ops has no OP_TEST";
+  }
+  for (const auto& [op, c] : cases()) EXPECT_TRUE(ops.count(op)) << "case for " << op << ", which is no op";
+}
+
+}  // namespace
+}  // namespace locr::kernels
