@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "model/memory_sizing.h"
 #include "runtime/executor_factory.h"
 #include "runtime/request_defaults.h"
 
@@ -54,10 +55,9 @@ model::ExecutorOptions executor_options(const EngineOptions& o) {
   e.block_size = o.block_size;
   e.kv_cache_bytes = o.kv_cache_bytes;
   e.gpu_memory_utilization = o.gpu_memory_utilization;
-  // Sized from device memory: no more than the sequences could ever use (twice over for
-  // prefix-cache reuse), as server/memory_plan caps the host pool.
-  if (o.kv_cache_bytes < 0)
-    e.max_kv_blocks = 2LL * o.max_num_seqs * ((o.max_model_len + o.block_size - 1) / o.block_size);
+  // Sized from device memory: no more than the sequences could ever use, as server/memory_plan
+  // caps the host pool (model/memory_sizing.h).
+  if (o.kv_cache_bytes < 0) e.max_kv_blocks = model::kv_blocks_cap(o.max_num_seqs, o.max_model_len, o.block_size);
   e.max_num_seqs = o.max_num_seqs;
   e.max_num_batched_tokens = o.max_num_batched_tokens;
   e.max_model_len = o.max_model_len;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/memory_sizing.h"
 #include "model/text_decoder.h"
 
 namespace locr::server {
@@ -56,17 +57,7 @@ int64_t weight_bytes(const std::string& model_dir) {
 }
 
 int64_t activation_estimate(const model::ModelConfig& cfg, const runtime::EngineOptions& opts) {
-  const auto& t = cfg.text;
-  const auto& v = cfg.vision;
-  const int64_t f = sizeof(float);
-  // Text step: hidden, q/k/v/o, gate/up/down for every batched token row, logits per sequence.
-  const int64_t text_row = 6LL * t.hidden_size + 2LL * t.num_attention_heads * t.head_dim + 3LL * t.intermediate_size;
-  const int64_t text = opts.max_num_batched_tokens * text_row * f + int64_t{opts.max_num_seqs} * t.vocab_size * f;
-  // Vision: the largest page's patches through one encoder layer, plus one head's attention scores.
-  const int64_t side = v.image_size / std::max(1, v.patch_size);
-  const int64_t patches = side * side;
-  const int64_t vision = patches * (6LL * v.hidden_size + 3LL * v.intermediate_size) * f + patches * patches * f;
-  return text + vision;
+  return model::activation_estimate(cfg, opts.max_num_batched_tokens, opts.max_num_seqs);
 }
 
 MemoryPlan plan_memory(const model::ModelConfig& cfg, const runtime::EngineOptions& opts, const std::string& model_dir,
@@ -77,18 +68,13 @@ MemoryPlan plan_memory(const model::ModelConfig& cfg, const runtime::EngineOptio
   if (kv_cache_memory >= 0) {
     p.kv_bytes = kv_cache_memory;
   } else {
-    if (!(utilization > 0 && utilization <= 1))
+    if (!(utilization > 0 && utilization <= 1))  // before reading /proc/meminfo
       fail(ErrorKind::kInvalidArgument, "--gpu-memory-utilization must be in (0, 1], got ", utilization);
     p.mem_total = mem_total_bytes();
-    p.kv_bytes = static_cast<int64_t>(utilization * static_cast<double>(p.mem_total)) - p.weight_bytes - p.activation_bytes;
-    if (p.kv_bytes <= 0)
-      fail(ErrorKind::kLimit, "--gpu-memory-utilization ", utilization, " leaves no memory for the KV cache: ",
-           utilization, " x ", p.mem_total >> 20, " MiB RAM - ", p.weight_bytes >> 20, " MiB weights - ",
-           p.activation_bytes >> 20, " MiB activations (estimate) <= 0; raise it or give --kv-cache-memory");
+    p.kv_bytes = model::kv_bytes_for_utilization(utilization, p.mem_total, p.weight_bytes, p.activation_bytes, "RAM");
   }
   const int64_t per_block = model::KvPool::bytes_per_block(cfg.text, opts.block_size, kv_dtype);
-  const int64_t blocks_needed =
-      2LL * opts.max_num_seqs * ((opts.max_model_len + opts.block_size - 1) / opts.block_size);
+  const int64_t blocks_needed = model::kv_blocks_cap(opts.max_num_seqs, opts.max_model_len, opts.block_size);
   if (p.kv_bytes > blocks_needed * per_block) {
     p.kv_bytes = blocks_needed * per_block;
     p.capped = true;

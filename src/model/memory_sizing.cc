@@ -1,0 +1,39 @@
+#include "model/memory_sizing.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace locr::model {
+
+int64_t activation_estimate(const ModelConfig& cfg, int64_t max_num_batched_tokens, int64_t max_num_seqs) {
+  const auto& t = cfg.text;
+  const auto& v = cfg.vision;
+  const int64_t f = sizeof(float);
+  // Text step: hidden, q/k/v/o, gate/up/down for every batched token row, logits per sequence.
+  const int64_t text_row = 6LL * t.hidden_size + 2LL * t.num_attention_heads * t.head_dim + 3LL * t.intermediate_size;
+  const int64_t text = max_num_batched_tokens * text_row * f + max_num_seqs * t.vocab_size * f;
+  // Vision: the largest page's patches through one encoder layer, plus one head's attention scores.
+  const int64_t side = v.image_size / std::max(1, v.patch_size);
+  const int64_t patches = side * side;
+  const int64_t vision = patches * (6LL * v.hidden_size + 3LL * v.intermediate_size) * f + patches * patches * f;
+  return text + vision;
+}
+
+int64_t kv_bytes_for_utilization(double utilization, int64_t total, int64_t in_use, int64_t activations,
+                                 const char* memory) {
+  if (!(utilization > 0 && utilization <= 1))
+    fail(ErrorKind::kInvalidArgument, "--gpu-memory-utilization must be in (0, 1], got ", utilization);
+  const int64_t kv = static_cast<int64_t>(utilization * static_cast<double>(total)) - in_use - activations;
+  if (kv <= 0)
+    fail(ErrorKind::kLimit, "--gpu-memory-utilization ", utilization, " leaves no memory for the KV cache: ",
+         utilization, " x ", total >> 20, " MiB ", memory, " - ", in_use >> 20, " MiB in use (weights) - ",
+         activations >> 20, " MiB activations (estimate) <= 0; raise it or give --kv-cache-memory");
+  return kv;
+}
+
+int64_t kv_blocks_cap(int64_t max_num_seqs, int64_t max_model_len, int block_size) {
+  return 2LL * max_num_seqs * ((max_model_len + block_size - 1) / block_size);
+}
+
+}  // namespace locr::model
