@@ -23,6 +23,7 @@
 #include "kernels/cuda/cuda_api.h"
 #include "model/executor.h"
 #include "model/lighton_ocr.h"
+#include "model/taps.h"
 #include "runtime/engine.h"
 #include "runtime/executor_factory.h"
 #include "runtime/generate.h"
@@ -479,6 +480,34 @@ TEST(CudaModel, KvPoolFromGpuMemoryUtilization) {
   o.max_kv_blocks = 100;
   auto ex = runtime::make_executor(gpu, o);
   EXPECT_EQ(ex->kv_blocks(), 100);  // capped: the device has far more than 100 blocks' worth
+}
+
+// The one forward pass records named taps on the GPU as on the CPU: the same names, shapes, and
+// values within BF16 tolerance, below the layer (q/k after RoPE, attention output, MLP output).
+TEST(CudaModel, NamedTapsMatchCpuF32BelowTheLayer) {
+  SKIP_WITHOUT_GPU();
+  const auto& cpu = load("cpu-f32");
+  const auto& gpu = load("cuda");
+  const std::vector<std::string> names{"text.0.attn_norm", "text.0.q", "text.0.k", "text.0.attn_out",
+                                       "text.1.mlp_out", "text.norm"};
+  const auto known = model::tap_names(cpu.config(), false);
+  model::Taps tc = model::Taps::select(names, known), tg = model::Taps::select(names, known);
+  auto ce = runtime::make_executor(cpu, small_pool(false));
+  auto ge = runtime::make_executor(gpu, small_pool(false));
+  ASSERT_TRUE(ce->set_taps(&tc));
+  ASSERT_TRUE(ge->set_taps(&tg));
+  std::vector<Seq> sc(1), sg(1);
+  sc[0].ids = sg[0].ids = text_ids(cpu, "Taps below the layer.");
+  run_steps(*ce, sc, {{}}, 0);
+  run_steps(*ge, sg, {{}}, 0);
+  const auto c = tc.tensors(), g = tg.tensors();
+  ASSERT_EQ(c.size(), names.size());
+  ASSERT_EQ(g.size(), names.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(g[i].first, c[i].first);
+    ASSERT_EQ(g[i].second.shape(), c[i].second.shape()) << c[i].first;
+    expect_close(g[i].second.data<float>(), c[i].second.data<float>(), c[i].second.numel(), c[i].first, 1.0);
+  }
 }
 
 }  // namespace

@@ -129,6 +129,16 @@ void silu_mul(const bf16* gate_up, int64_t rows, int64_t inter, bf16* out, Strea
 void gelu(bf16* x, int64_t n, Stream s);  // exact erf GELU, in place, computed in F32
 void add_f32_bf16(float* y, const bf16* x, int64_t n, Stream s);  // y += x
 
+// ---- F32 activations (f32_ops.cu; what kernels::Ops on CUDA runs between its GEMMs) ----
+// y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w, rows of dim, contiguous; x and y may alias.
+void rms_norm_f32(const float* x, const bf16* w, float eps, int64_t rows, int64_t dim, float* y, Stream s);
+// rope_table on F32 rows in place.
+void rope_table_f32(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
+                    const float* sin, Stream s);
+void silu_mul_f32(const float* gate, const float* up, float* out, int64_t n, Stream s);  // out may alias gate
+void gelu_f32(float* x, int64_t n, Stream s);
+void add_f32(float* y, const float* x, int64_t n, Stream s);  // y += x
+
 // ---- Embeddings and image rows ----
 // out[i, :] = table[ids[i], :] as F32 (table BF16 [vocab, dim]).
 void embed(const bf16* table, const int32_t* ids, int64_t n, int64_t dim, float* out, Stream s);

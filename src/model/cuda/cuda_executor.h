@@ -1,17 +1,15 @@
-// The CUDA executor: LightOnOCR on one NVIDIA GPU behind the model::Executor boundary.
-//   - weights converted to BF16 at upload (F32/F16/BF16 checkpoints), q/k/v stacked into one
-//     matrix and gate/up into one [2*inter, hidden] matrix (one GEMM each), shared by every
-//     executor of a model (LightOnOcr::device_cache);
-//   - a paged BF16 KV pool in device memory, sized from ExecutorOptions (bytes, or
-//     --gpu-memory-utilization of the device's memory after weights and step buffers), plus one
-//     scratch block that padded graph rows write to;
-//   - decoder steps over many sequences (residual stream F32, activations BF16), logits only for
-//     the rows that need them, device sampling (cuda::sample) when the engine asks for it;
-//   - decode-only steps captured as CUDA graphs per padded batch bucket (1, 2, 4, ..., 512) with
-//     fixed device input buffers, replayed after copying the step's inputs;
-//   - the Pixtral encoder over several images packed together (varlen attention, no cross-image
-//     attention, 2-D RoPE tables built on the host) and the projector; image embeddings stay on
-//     the device and are scattered into the decoder input rows.
+// The CUDA executor: LightOnOCR on one NVIDIA GPU behind the model::Executor boundary. The model is
+// the same TextDecoder / VisionEncoder / Projector as on the CPU, run on the "cuda" kernel backend
+// (kernels/cuda/cuda_ops.h: weights uploaded as BF16 at load, F32 activations in device memory).
+// What this executor adds is what a device needs:
+//   - step inputs (token ids, KV slots, RoPE tables, block tables, sample rows, image rows) staged
+//     in one pinned buffer and copied to one device buffer of fixed layout;
+//   - the paged BF16 KV pool in device memory (model::KvPool on the backend's memory), sized from
+//     ExecutorOptions (bytes, or --gpu-memory-utilization of the device after weights and step
+//     buffers), plus one scratch block that padded graph rows write to;
+//   - decode-only steps captured as CUDA graphs per padded batch bucket (1, 2, 4, ..., 512) over a
+//     fixed workspace (model::Workspace), replayed after copying the step's inputs;
+//   - logits only for the rows that need them, device sampling (cuda::sample) when asked.
 // Built only with -DLOCR_CUDA=ON.
 #pragma once
 

@@ -1,0 +1,251 @@
+#include "kernels/cuda/cuda_ops.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/cuda/cuda_api.h"
+
+namespace locr::kernels::cuda {
+
+namespace {
+
+// A weight on the device, BF16 [rows, cols].
+struct DeviceMatrix {
+  DeviceBuffer buf;
+  int64_t rows = 0, cols = 0;
+};
+
+std::vector<uint16_t> to_bf16(const Matrix& m) {
+  const int64_t n = m.rows * m.cols;
+  std::vector<uint16_t> out(static_cast<size_t>(n));
+  switch (m.dtype) {
+    case DType::kBF16:
+      std::memcpy(out.data(), m.data, static_cast<size_t>(n) * sizeof(uint16_t));
+      break;
+    case DType::kF32:
+      for (int64_t i = 0; i < n; ++i) out[i] = locr::f32_to_bf16(static_cast<const float*>(m.data)[i]);
+      break;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = locr::f32_to_bf16(locr::f16_to_f32(static_cast<const uint16_t*>(m.data)[i]));
+      break;
+    default:
+      fail(ErrorKind::kUnsupported, "backend cuda: weights must be F32, F16 or BF16, got ", dtype_name(m.dtype),
+           " (quantized weights run on the CPU backends)");
+  }
+  return out;
+}
+
+class CudaOps : public Ops {
+ public:
+  CudaOps() : stream_(create_stream()) {}
+  ~CudaOps() override {
+    try {
+      cuda::synchronize(stream_);
+    } catch (...) {
+    }
+    weights_.clear();
+    destroy_stream(stream_);
+  }
+  const char* name() const override { return "cuda"; }
+  DType kv_dtype() const override { return DType::kBF16; }
+  Stream stream() const { return stream_; }
+
+  // Uploads now (the checkpoint's pages of a prepared weight are then handed back by the loader).
+  void prepare(Matrix& w) override { w.packed = device(w); }
+
+  void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
+    const std::shared_ptr<DeviceMatrix> d = device(w);
+    const int64_t K = d->cols, N = d->rows;
+    bf16* xb = scratch_bf16(kX, M * K);
+    f32_to_bf16(x, xb, M * K, stream_);
+    gemm_.run(xb, M, K, K, d->buf.as<const bf16>(), N, K, y, false, N, false, stream_);
+  }
+
+  void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) override {
+    rms_norm_f32(x, device(w)->buf.as<const bf16>(), eps, rows, dim, y, stream_);
+  }
+
+  void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
+            const float* sin) override {
+    rope_table_f32(x, rows, n_heads, head_dim, stride, cos, sin, stream_);
+  }
+
+  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
+    silu_mul_f32(gate, up, out, n, stream_);
+  }
+  void gelu(float* x, int64_t n) override { gelu_f32(x, n, stream_); }
+  void add(float* y, const float* x, int64_t n) override { add_f32(y, x, n, stream_); }
+
+  // Contiguous (unpaged) F32 q/k/v of one sequence: the vision encoder's per-image attention.
+  void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) override {
+    LOCR_CHECK(!p.block_table && p.kv_dtype == DType::kF32,
+               "backend cuda: attention over a paged cache goes through paged_attention");
+    LOCR_CHECK(p.q_stride == p.kv_stride, "backend cuda: attention with q and k/v row strides ", p.q_stride, " / ",
+               p.kv_stride);
+    const int64_t st = p.q_stride;
+    bf16* qb = scratch_bf16(kQ, (p.n_q + 2 * p.n_kv) * st);
+    bf16* kb = qb + p.n_q * st;
+    bf16* vb = kb + p.n_kv * st;
+    bf16* ob = scratch_bf16(kOut, p.n_q * p.out_stride);
+    f32_to_bf16(q, qb, p.n_q * st, stream_);
+    f32_to_bf16(static_cast<const float*>(k), kb, p.n_kv * st, stream_);
+    f32_to_bf16(static_cast<const float*>(v), vb, p.n_kv * st, stream_);
+    const int32_t cu_q[2] = {0, static_cast<int32_t>(p.n_q)}, cu_k[2] = {0, static_cast<int32_t>(p.n_kv)};
+    int32_t* cu = static_cast<int32_t*>(scratch(kCu, 4 * sizeof(int32_t)));
+    copy_to_device(cu, cu_q, sizeof(cu_q), stream_);
+    copy_to_device(cu + 2, cu_k, sizeof(cu_k), stream_);
+    VarlenAttention va;
+    va.q = qb, va.k = kb, va.v = vb, va.out = ob;
+    va.cu_q = cu, va.cu_k = cu + 2;
+    va.n_seqs = 1;
+    va.max_q = static_cast<int>(p.n_q);
+    va.n_heads = static_cast<int>(p.n_heads), va.n_kv_heads = static_cast<int>(p.n_kv_heads);
+    va.head_dim = static_cast<int>(p.head_dim);
+    va.q_stride = va.kv_stride = st, va.out_stride = p.out_stride;
+    va.scale = p.scale;
+    va.causal = p.causal;
+    LOCR_CHECK(!p.causal || p.q_offset == p.n_kv - p.n_q, "backend cuda: causal attention with a query offset");
+    attention_varlen(va, stream_);
+    bf16_to_f32(ob, out, p.n_q * p.out_stride, stream_);
+    cuda::synchronize(stream_);  // cu_q / cu_k are pageable stack memory
+  }
+
+  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) override {
+    const std::shared_ptr<DeviceMatrix> d = device(table);
+    cuda::embed(d->buf.as<const bf16>(), ids, n, d->cols, out, stream_);
+  }
+
+  bool host_memory() const override { return false; }
+  std::shared_ptr<void> alloc(size_t bytes) override {
+    auto b = std::make_shared<DeviceBuffer>(bytes == 0 ? 64 : bytes);
+    memset_device(b->get(), 0, b->bytes(), stream_);
+    void* p = b->get();
+    return std::shared_ptr<void>(b, p);
+  }
+  void to_host(void* host_dst, const void* src, size_t bytes) override {
+    if (!bytes) return;
+    copy_to_host(host_dst, src, bytes, stream_);
+    cuda::synchronize(stream_);
+  }
+  void from_host(void* dst, const void* host_src, size_t bytes) override {
+    if (!bytes) return;
+    copy_to_device(dst, host_src, bytes, stream_);
+    cuda::synchronize(stream_);  // the source may be pageable memory the caller frees next
+  }
+  void synchronize() override { cuda::synchronize(stream_); }
+  uint64_t scratch_generation() const override { return scratch_generation_; }
+
+  void kv_store(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
+                const KvLayer& kv) override {
+    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
+    bf16* kb = scratch_bf16(kKv, 2 * n * stride);
+    bf16* vb = kb + n * stride;
+    f32_to_bf16(k, kb, n * stride, stream_);
+    f32_to_bf16(v, vb, n * stride, stream_);
+    cuda::kv_store(kb, vb, stride, slots, n, kv.width(), static_cast<bf16*>(kv.k), static_cast<bf16*>(kv.v), stream_);
+  }
+
+  void paged_attention(const float* q, int64_t q_stride, const KvLayer& kv, const PagedBatch& b, int64_t n_heads,
+                       float scale, float* out, int64_t out_stride) override {
+    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
+    const int64_t rows = b.host_cu_q[b.n_seqs];
+    bf16* qb = scratch_bf16(kQ, rows * q_stride);
+    bf16* ob = scratch_bf16(kOut, rows * out_stride);
+    f32_to_bf16(q, qb, rows * q_stride, stream_);
+    PagedAttention pa;
+    pa.q = qb, pa.out = ob;
+    pa.k_cache = static_cast<const bf16*>(kv.k), pa.v_cache = static_cast<const bf16*>(kv.v);
+    pa.block_tables = b.tables;
+    pa.max_blocks = static_cast<int>(b.max_blocks);
+    pa.cu_q = b.cu_q, pa.seq_lens = b.seq_lens;
+    pa.n_seqs = static_cast<int>(b.n_seqs);
+    pa.max_q = static_cast<int>(b.max_q);
+    pa.max_seq_len = static_cast<int>(b.max_seq_len);
+    pa.block_size = static_cast<int>(b.block_size);
+    pa.n_heads = static_cast<int>(n_heads), pa.n_kv_heads = static_cast<int>(kv.n_kv_heads);
+    pa.head_dim = static_cast<int>(kv.head_dim);
+    pa.q_stride = q_stride, pa.out_stride = out_stride;
+    pa.scale = scale;
+    const size_t ws = paged_attention_workspace(pa);
+    cuda::paged_attention(pa, ws ? scratch(kAttnWs, ws) : nullptr, stream_);
+    bf16_to_f32(ob, out, rows * out_stride, stream_);
+  }
+
+  void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) override {
+    // Merged rows feed the merging GEMM, which reads BF16: rounding first changes nothing.
+    const int64_t n_in = static_cast<int64_t>(grid_h) * grid_w * d;
+    const int64_t n_out = static_cast<int64_t>(grid_h / m) * (grid_w / m) * d * m * m;
+    bf16* ib = scratch_bf16(kX, n_in);
+    bf16* ob = scratch_bf16(kOut, n_out);
+    f32_to_bf16(in, ib, n_in, stream_);
+    cuda::patch_merge(ib, grid_h, grid_w, d, m, ob, stream_);
+    bf16_to_f32(ob, out, n_out, stream_);
+  }
+
+ private:
+  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kSlots };
+
+  // Grow-only scratch per slot. Growing reallocates (after the queued work that may read the old
+  // buffer): the decode graphs are captured after an eager run of the same shapes, so a replay
+  // never sees a reallocation.
+  void* scratch(int slot, size_t bytes) {
+    DeviceBuffer& b = scratch_[slot];
+    if (b.bytes() < bytes) {
+      cuda::synchronize(stream_);
+      b = DeviceBuffer(bytes);
+      ++scratch_generation_;
+    }
+    return b.get();
+  }
+  bf16* scratch_bf16(int slot, int64_t n) {
+    return static_cast<bf16*>(scratch(slot, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(bf16)));
+  }
+
+  // The device copy of a weight, uploaded at its first use (or at prepare) and kept for the life
+  // of the backend; keyed by the host data it was made from.
+  std::shared_ptr<DeviceMatrix> device(const Matrix& w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_.find(w.data);
+    if (it != weights_.end()) {
+      LOCR_CHECK(it->second->rows == w.rows && it->second->cols == w.cols, "backend cuda: weight shape changed");
+      return it->second;
+    }
+    const std::vector<uint16_t> h = to_bf16(w);
+    auto d = std::make_shared<DeviceMatrix>();
+    d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
+    d->rows = w.rows, d->cols = w.cols;
+    copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
+    cuda::synchronize(stream_);  // `h` is pageable and goes out of scope
+    weights_.emplace(w.data, d);
+    return d;
+  }
+
+  Stream stream_;
+  Gemm gemm_;
+  DeviceBuffer scratch_[kSlots];
+  uint64_t scratch_generation_ = 0;
+  std::mutex mu_;
+  std::unordered_map<const void*, std::shared_ptr<DeviceMatrix>> weights_;
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cuda_ops() {
+  std::string why;
+  if (!available(&why)) fail(ErrorKind::kUnsupported, "backend cuda: ", why);
+  return std::make_unique<CudaOps>();
+}
+
+CUstream_st* ops_stream(Ops& ops) {
+  auto* c = dynamic_cast<CudaOps*>(&ops);
+  LOCR_CHECK(c, "ops_stream of backend ", ops.name());
+  return c->stream();
+}
+
+}  // namespace locr::kernels::cuda
