@@ -275,6 +275,34 @@ TEST(GgufQ4_K, Q6_KTensorsOfAQ4_KMMixRunNatively) {
     EXPECT_GT(dmax, 0.0);  // the int kernels ran, not a dequantized copy
     EXPECT_GT(c, 0.999);
   }
+  // --quantization q4_k_m on the F32 file: Q4_K, with attn_v / ffn_down of the use_more_bits layers
+  // (of 2: layer 1 only) and a copy for the tied head Q6_K, the embedding table F32; each matrix
+  // quantize_row_q4_K / q6_K of its rows.
+  {
+    LoadOptions lo;
+    lo.backend = "cpu-f32";
+    lo.quantization = "q4_k_m";
+    const auto m = LightOnOcr::load((dir / "deq.gguf").string(), lo);
+    const TextWeights& w = m->weights().text;
+    EXPECT_EQ(w.embed_tokens.dtype, DType::kF32);
+    const auto deq = io::GgufFile::open((dir / "deq.gguf").string());
+    for (const auto& [mat, name, dt] : {std::tuple{&w.lm_head, "token_embd.weight", DType::kQ6_K},
+                                        std::tuple{&w.layers[0].v_proj, "blk.0.attn_v.weight", DType::kQ4_K},
+                                        std::tuple{&w.layers[0].down_proj, "blk.0.ffn_down.weight", DType::kQ4_K},
+                                        std::tuple{&w.layers[1].v_proj, "blk.1.attn_v.weight", DType::kQ6_K},
+                                        std::tuple{&w.layers[1].down_proj, "blk.1.ffn_down.weight", DType::kQ6_K},
+                                        std::tuple{&w.layers[1].q_proj, "blk.1.attn_q.weight", DType::kQ4_K}}) {
+      ASSERT_EQ(mat->dtype, dt) << name;
+      const std::vector<float> f = deq->dequantize(*deq->find(name));
+      std::vector<uint8_t> want(static_cast<size_t>(mat->rows * dtype_row_bytes(dt, mat->cols)));
+      if (dt == DType::kQ6_K) kernels::quantize_row_q6_K(f.data(), want.data(), static_cast<int64_t>(f.size()));
+      else kernels::quantize_row_q4_K(f.data(), want.data(), static_cast<int64_t>(f.size()));
+      EXPECT_EQ(std::memcmp(mat->data, want.data(), want.size()), 0) << name;
+    }
+    const double c = cosine(prompt_logits(*m), ref_deq);
+    std::printf("[gguf] --quantization q4_k_m on the F32 GGUF (cpu-f32) vs ref: logits cosine %.6f\n", c);
+    EXPECT_GT(c, 0.99);
+  }
   fs::remove_all(dir);
 }
 
