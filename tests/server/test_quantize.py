@@ -174,6 +174,17 @@ def test_q4_k_m_is_llama_quantizes_mix_and_reads_back_with_gguf(k_model):
     assert k_model["q4_k_m"][1].read_bytes() == k_model["q8_0"][1].read_bytes()
 
 
+def test_q4_k_m_text_file_is_llama_cpps_own_byte_for_byte(k_model):
+    """llama.cpp's llama_model_quantize (Q4_K_M) on locr's f32 file of the same model (the converter's
+    pipeline) wrote a file of this SHA-256 (tools/reference/make_q4_k_m_fixture.py; the model directory
+    is named tiny_k there too, general.name comes from it)."""
+    import hashlib
+    want_hash, want_size = (GGUF.parent / "tiny_k-q4_k_m.sha256").read_text().split()
+    data = k_model["q4_k_m"][0].read_bytes()
+    assert len(data) == int(want_size)
+    assert hashlib.sha256(data).hexdigest() == want_hash
+
+
 def test_serve_runs_the_q4_k_m_files(k_model):
     text, mmproj, _ = k_model["q4_k_m"]
     s = Server("--mmproj", str(mmproj), "--served-model-name", "m", model=text)
