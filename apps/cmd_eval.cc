@@ -119,7 +119,7 @@ int cmd_eval(int argc, char** argv) {
   a.option("output", "JSON report (default accuracy_result.json)", "FILE");
   a.option("candidate", "backend under test: cpu-bf16 (default), cpu-f32, cpu, ref, cuda (GPU executor)", "NAME");
   a.option("reference", "reference backend (default cpu-f32)", "NAME");
-  a.option("quantization", "quantize the candidate's weights at load: q8_0 or q4_k (the reference stays as stored)", "METHOD");
+  a.option("quantization", "quantize the candidate's weights at load: q8_0, q4_k or q4_k_m (the reference stays as stored)", "METHOD");
   a.option("kv-cache-dtype", std::string("the candidate's KV cache element type: ") + model::kv_cache_dtype_choices() +
                                  " (the reference keeps its own)", "TYPE");
   a.repeated("image", "extra input: an image file (OCR request, image only)", "FILE");

@@ -15,7 +15,7 @@ int cmd_make_model(int argc, char** argv) {
   Args a("make-model",
          "Write a Hugging Face model directory (config.json, model.safetensors, tokenizer.json, ...) with\n"
          "random weights of the LightOnOCR-2-1B shape (or a tiny one), deterministic from --seed.");
-  a.option("preset", "lightonocr-2-1b (default; the real shapes, ~2 GB in BF16), tiny or tiny-hd64 (head_dim 64, for CUDA tests)", "NAME");
+  a.option("preset", "lightonocr-2-1b (default; the real shapes, ~2 GB in BF16), tiny, tiny-hd64 (head_dim 64, for CUDA tests) or tiny-k (text widths of whole 256-blocks, for q4_k_m)", "NAME");
   a.option("seed", "random seed (default 0)", "S");
   a.option("dtype", "weight dtype: bf16 (default), f16 or f32", "TYPE");
   a.option("out", "output directory (created; existing files are replaced)", "DIR");

@@ -1,4 +1,4 @@
-// `locr quantize IN OUT.gguf --type q8_0|f16|bf16|f32`: a LightOnOCR model directory (or ORG/NAME
+// `locr quantize IN OUT.gguf --type q4_k_m|q8_0|f16|bf16|f32`: a LightOnOCR model directory (or ORG/NAME
 // from the HF cache) written as the two GGUF files llama.cpp's converter writes and llama.cpp loads
 // (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr); see model/gguf_export.h.
 #include <chrono>
@@ -21,12 +21,15 @@ int cmd_quantize(int argc, char** argv) {
          "Both load in llama.cpp (llama-server -m OUT.gguf --mmproj mmproj-OUT.gguf) and in locr.");
   a.positional("in", "model directory or ORG/NAME");
   a.positional("out", "output text GGUF (OUT.gguf)");
-  a.option("type", "weight type: q8_0 (2-D weights Q8_0, as llama.cpp's), f16, bf16 or f32 (norms stay F32)", "TYPE");
+  a.option("type",
+           "weight type: q4_k_m (llama-quantize's Q4_K_M mix of Q4_K and Q6_K; mmproj Q8_0), q8_0 (2-D weights "
+           "Q8_0, as llama.cpp's), f16, bf16 or f32 (norms stay F32)",
+           "TYPE");
   a.option("mmproj-out", "output mmproj GGUF (default: mmproj-<OUT> in OUT's directory)", "FILE");
   a.option("threads", "worker threads (default: physical cores)", "N");
   if (!a.parse(argc, argv)) return 0;
   if (!a.has("type"))
-    fail(ErrorKind::kInvalidArgument, "--type is required: q8_0, f16, bf16 or f32");
+    fail(ErrorKind::kInvalidArgument, "--type is required: q4_k_m, q8_0, f16, bf16 or f32");
   const model::GgufOutType type = model::parse_gguf_out_type(a.get("type"));
   const std::string out = a.get("out");
   if (!is_gguf_path(out))
@@ -40,8 +43,13 @@ int cmd_quantize(int argc, char** argv) {
   std::printf("wrote %s: %d tensors, %.1f MB\n", out.c_str(), r.text_tensors, r.text_bytes / 1e6);
   if (r.mmproj_tensors > 0)
     std::printf("wrote %s: %d tensors, %.1f MB\n", mmproj.c_str(), r.mmproj_tensors, r.mmproj_bytes / 1e6);
-  std::printf("--type %s: %d of the %d tensors in Q8_0, in %.2f s\n", model::gguf_out_type_name(type), r.quantized,
-              r.text_tensors + r.mmproj_tensors, s);
+  if (type == model::GgufOutType::kQ4_K_M)
+    std::printf("--type %s: %d of the %d tensors quantized (%d Q4_K, %d Q6_K, %d Q8_0), in %.2f s\n",
+                model::gguf_out_type_name(type), r.quantized, r.text_tensors + r.mmproj_tensors, r.q4_k, r.q6_k,
+                r.quantized - r.q4_k - r.q6_k, s);
+  else
+    std::printf("--type %s: %d of the %d tensors in Q8_0, in %.2f s\n", model::gguf_out_type_name(type), r.quantized,
+                r.text_tensors + r.mmproj_tensors, s);
   return 0;
 }
 

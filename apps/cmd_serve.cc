@@ -281,13 +281,13 @@ int cmd_serve(int argc, char** argv) {
     model::parse_kv_cache_dtype(kv_cache_dtype);  // a bad value fails before the weights load
     handled.insert("kv-cache-dtype");
   }
-  // --quantization q8_0|q4_k quantizes the weights at load (model/quantize_weights.h); vLLM's other
+  // --quantization q8_0|q4_k|q4_k_m quantizes the weights at load (model/quantize_weights.h); vLLM's other
   // methods (awq, gptq, fp8, ...) name checkpoint formats locr does not read and stay a note.
   std::string quantization;
   if (a.has("quantization")) {
     std::string v = a.get("quantization");
     std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (v == "q8_0" || v == "q4_k") {
+    if (v == "q8_0" || v == "q4_k" || v == "q4_k_m") {
       quantization = v;
       handled.insert("quantization");
     }

@@ -20,6 +20,7 @@
 #include "core/fp8.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/quant_q4_k.h"
+#include "kernels/cpu/quant_q6_k.h"
 #include "kernels/cpu/quant_q8_0.h"
 #include "kernels/ops.h"
 
@@ -123,18 +124,23 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
 
 // GEMV on GGUF Q8_0 weights (kernels/cpu/quant_q8_0.h; one thread: compare with --threads 1),
 // the same rotation over copies as BM_Gemv. Counter: Q8_0 weight bytes per second (34 per 32).
-// Q4_K (kernels/cpu/quant_q4_k.h) the same way: counter Q4_K weight bytes per second (144 per 256).
-void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, int64_t K, bool q4_k) {
+// Q4_K (kernels/cpu/quant_q4_k.h) and Q6_K (quant_q6_k.h) the same way: counter weight bytes per
+// second (144 / 210 per 256).
+enum class QuantKind { kQ8_0, kQ4_K, kQ6_K };
+void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, int64_t K, QuantKind kind) {
   if (!locr::kernels::cpu_isa_supported(isa)) {
     st.SkipWithError("this CPU lacks the ISA");
     return;
   }
-  const double bytes = q4_k ? 144.0 * N * K / 256 : 34.0 * N * K / 32;
+  const double bytes = kind == QuantKind::kQ4_K   ? 144.0 * N * K / 256
+                       : kind == QuantKind::kQ6_K ? 210.0 * N * K / 256
+                                                  : 34.0 * N * K / 32;
   const int copies = static_cast<int>(std::max(1.0, std::ceil(768e6 / bytes)));
   // One random weight quantized, then copied (the copies only keep the weights out of the cache).
   const auto f = random_vec(static_cast<size_t>(N * K), 10, 0.05f);
   std::vector<std::vector<uint8_t>> ws(1, std::vector<uint8_t>(static_cast<size_t>(bytes)));
-  if (q4_k) locr::kernels::quantize_row_q4_K(f.data(), ws[0].data(), N * K);
+  if (kind == QuantKind::kQ4_K) locr::kernels::quantize_row_q4_K(f.data(), ws[0].data(), N * K);
+  else if (kind == QuantKind::kQ6_K) locr::kernels::quantize_row_q6_K(f.data(), ws[0].data(), N * K);
   else locr::kernels::quantize_row_q8_0(f.data(), ws[0].data(), N * K);
   while (static_cast<int>(ws.size()) < copies) ws.push_back(ws[0]);
   const auto x = random_vec(static_cast<size_t>(K), 3);
@@ -142,8 +148,10 @@ void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, in
   const CpuClock clock;
   size_t i = 0;
   for (auto _ : st) {
-    if (q4_k) locr::kernels::gemv_q4_K(isa, ws[i++ % ws.size()].data(), N, K, x.data(), y.data());
-    else locr::kernels::gemv_q8_0(isa, ws[i++ % ws.size()].data(), N, K, x.data(), y.data());
+    const uint8_t* w = ws[i++ % ws.size()].data();
+    if (kind == QuantKind::kQ4_K) locr::kernels::gemv_q4_K(isa, w, N, K, x.data(), y.data());
+    else if (kind == QuantKind::kQ6_K) locr::kernels::gemv_q6_K(isa, w, N, K, x.data(), y.data());
+    else locr::kernels::gemv_q8_0(isa, w, N, K, x.data(), y.data());
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();
@@ -283,11 +291,11 @@ void register_all() {
       const char* name;
       int64_t n, k;
     };
-    for (const bool q4_k : {false, true})
+    for (const auto& [kind, prefix] : {std::pair{QuantKind::kQ8_0, "GemvQ8_0/"}, std::pair{QuantKind::kQ4_K, "GemvQ4_K/"},
+                                       std::pair{QuantKind::kQ6_K, "GemvQ6_K/"}})
       for (const G g : {G{"q", 2048, 1024}, G{"gate_up", 3072, 1024}, G{"down", 1024, 3072}})
-        benchmark::RegisterBenchmark((std::string(q4_k ? "GemvQ4_K/" : "GemvQ8_0/") +
-                                      locr::kernels::cpu_isa_name(isa) + "/" + g.name).c_str(),
-                                     BM_GemvQuant, isa, g.n, g.k, q4_k)
+        benchmark::RegisterBenchmark((std::string(prefix) + locr::kernels::cpu_isa_name(isa) + "/" + g.name).c_str(),
+                                     BM_GemvQuant, isa, g.n, g.k, kind)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
   }

@@ -34,12 +34,17 @@ int64_t dtype_row_bytes(DType t, int64_t cols) {
     if (cols % 256 != 0) fail(ErrorKind::kInvalidArgument, "a Q4_K row of ", cols, " elements is not a whole number of 256-element super-blocks");
     return cols / 256 * 144;
   }
+  if (t == DType::kQ6_K) {
+    if (cols % 256 != 0) fail(ErrorKind::kInvalidArgument, "a Q6_K row of ", cols, " elements is not a whole number of 256-element super-blocks");
+    return cols / 256 * 210;
+  }
   return cols * static_cast<int64_t>(dtype_size(t));
 }
 
 const char* dtype_name(DType t) {
   if (t == DType::kQ8_0) return "Q8_0";
   if (t == DType::kQ4_K) return "Q4_K";
+  if (t == DType::kQ6_K) return "Q6_K";
   if (t == DType::kF8E4M3) return "F8_E4M3";
   for (const auto& i : kInfos)
     if (i.t == t) return i.name;

@@ -9,12 +9,13 @@
 
 namespace locr {
 
-// kQ8_0 and kQ4_K are block types (GGUF's Q8_0: 32 int8 and an f16 scale in 34 bytes; Q4_K: 256
-// 4-bit weights with 6-bit sub-block scales and mins in 144 bytes), only ever a weight matrix's
+// kQ8_0, kQ4_K and kQ6_K are block types (GGUF's Q8_0: 32 int8 and an f16 scale in 34 bytes; Q4_K:
+// 256 4-bit weights with 6-bit sub-block scales and mins in 144 bytes; Q6_K: 256 6-bit weights with
+// an int8 scale per 16 and an f16 super-block scale in 210 bytes), only ever a weight matrix's
 // dtype: dtype_size is 0 for them (use dtype_row_bytes), and parse_dtype never returns them.
 // kF8E4M3 (core/fp8.h, 1 byte) is only ever the KV cache's element type (--kv-cache-dtype fp8,
 // with scales beside it, model::KvPool); parse_dtype never returns it either.
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kQ8_0, kQ4_K, kF8E4M3 };
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kQ8_0, kQ4_K, kF8E4M3, kQ6_K };
 
 size_t dtype_size(DType t);
 // Bytes of one row of `cols` elements (block types: cols must be a whole number of blocks).

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/q6_k_block.h"
 #include "kernels/ref/ref_ops.h"
 #ifdef LOCR_HAVE_CUDA
 #include "kernels/cuda/cuda_ops.h"
@@ -42,6 +43,9 @@ float Matrix::at(int64_t r, int64_t c) const {
     }
     case DType::kQ4_K:
       return cpu::q4_k_value(static_cast<const uint8_t*>(data) + r * dtype_row_bytes(dtype, cols) + c / 256 * 144,
+                             static_cast<int>(c % 256));
+    case DType::kQ6_K:
+      return cpu::q6_k_value(static_cast<const uint8_t*>(data) + r * dtype_row_bytes(dtype, cols) + c / 256 * 210,
                              static_cast<int>(c % 256));
     default:
       LOCR_CHECK(false, "unsupported weight dtype ", dtype_name(dtype));

@@ -220,6 +220,7 @@ GenerationConfig gguf_generation_config(const io::GgufFile& text) {
 DType native_quantized_dtype(uint32_t type, int64_t cols) {
   if (type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && cols % 32 == 0) return DType::kQ8_0;
   if (type == static_cast<uint32_t>(io::GgmlType::kQ4_K) && cols % 256 == 0) return DType::kQ4_K;
+  if (type == static_cast<uint32_t>(io::GgmlType::kQ6_K) && cols % 256 == 0) return DType::kQ6_K;
   return DType::kF32;
 }
 
@@ -238,7 +239,7 @@ Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::Ggu
   const std::string_view bytes = file->data(t);
   const DType kept = keep_quantized ? native_quantized_dtype(t.type, cols) : DType::kF32;
   if (kept != DType::kF32) {
-    // Q8_0 / Q4_K rows are independent runs of blocks: used in place, or rows copied for a permutation.
+    // Q8_0 / Q4_K / Q6_K rows are independent runs of blocks: used in place, or rows copied for a permutation.
     Matrix m;
     m.dtype = kept;
     m.rows = rows;
@@ -374,7 +375,7 @@ class GgufBinder {
       LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run as stored by the integer kernels");
     if (q > 0)
       LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", q > 1 ? "s" : "", " dequantized once at load to ",
-                dtype_name(to_), keep_quantized_ ? " (native kernels exist for Q8_0 and Q4_K only)"
+                dtype_name(to_), keep_quantized_ ? " (native kernels exist for Q8_0, Q4_K and Q6_K only)"
                                                  : " (this backend has no kernels for quantized weights)");
   }
 

@@ -14,7 +14,8 @@
 //
 // The converter row-permutes the vision q/k weights for ggml's interleaved RoPE
 // (LlamaModel.permute); binding undoes it, so the weights are the HF rotate-half layout again.
-// Quantized tensors (Q8_0, Q4_K, ...) are dequantized once at load (bind_gguf_matrix) to F32 or
+// Quantized tensors without native kernels (Q5_K, Q4_0, ...; all of them for CUDA) are dequantized
+// once at load (bind_gguf_matrix) to F32 or
 // BF16, with one notice per file.
 #pragma once
 
@@ -49,9 +50,9 @@ std::string gguf_chat_template(const io::GgufFile& text);
 // Binds and shape-checks every tensor of both files into ModelWeights (has_vision = false without
 // an mmproj). Missing tensors, wrong shapes and tensors no code reads are errors naming them, as
 // load_weights. `dequantize_to` (F32 or BF16) is the type quantized tensors are expanded to, except
-// the Q8_0 and Q4_K 2-D ones with `keep_quantized` (the CPU backends: their integer kernels run
-// them, kernels/cpu/quant_q8_0.h, quant_q4_k.h), which stay in the mapped file as DType::kQ8_0 /
-// kQ4_K matrices. With
+// the Q8_0, Q4_K and Q6_K 2-D ones with `keep_quantized` (the CPU backends: their integer kernels
+// run them, kernels/cpu/quant_q8_0.h, quant_q4_k.h, quant_q6_k.h), which stay in the mapped file as
+// DType::kQ8_0 / kQ4_K / kQ6_K matrices. With
 // `pack`, each matmul weight held in a buffer of its own (dequantized, or the permuted vision q/k)
 // is packed by that backend as it is bound and the buffer dropped (its `data` is then null): the
 // load never holds two copies of every weight.
@@ -59,7 +60,7 @@ ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg,
                                kernels::Ops* pack = nullptr, bool keep_quantized = false);
 
 // The one place a GGUF tensor becomes a Matrix [rows, cols]: F32, F16 and BF16 point into the
-// mapped file, and so do Q8_0 and Q4_K with `keep_quantized` (DType::kQ8_0 / kQ4_K, run natively,
+// mapped file, and so do Q8_0, Q4_K and Q6_K with `keep_quantized` (DType::kQ8_0 / kQ4_K / kQ6_K, run natively,
 // when the rows are whole blocks: native_quantized_dtype); any other type is
 // dequantized to `dequantize_to` into a buffer the Matrix owns. `row_of` (may be null) gives, for
 // each output row, the file row it comes from (a copy then, in the same type).
@@ -67,7 +68,7 @@ Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::Ggu
                         int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of = nullptr,
                         bool keep_quantized = false);
 
-// The DType a GGUF tensor of ggml type `type` with rows of `cols` runs as natively: kQ8_0, kQ4_K, or
+// The DType a GGUF tensor of ggml type `type` with rows of `cols` runs as natively: kQ8_0, kQ4_K, kQ6_K, or
 // kF32 meaning "not natively" (other types, or rows that are not a whole number of blocks).
 DType native_quantized_dtype(uint32_t type, int64_t cols);
 

@@ -16,6 +16,8 @@
 #include "io/file.h"
 #include "io/gguf_writer.h"
 #include "io/safetensors.h"
+#include "kernels/cpu/quant_q4_k.h"
+#include "kernels/cpu/quant_q6_k.h"
 #include "kernels/cpu/quant_q8_0.h"
 #include "model/config.h"
 #include "model/gguf_checkpoint.h"
@@ -53,6 +55,7 @@ GgmlType weight_type(GgufOutType t) {
     case GgufOutType::kF16: return GgmlType::kF16;
     case GgufOutType::kBF16: return GgmlType::kBF16;
     case GgufOutType::kQ8_0: return GgmlType::kQ8_0;
+    case GgufOutType::kQ4_K_M: return GgmlType::kQ4_K;  // the mix's default (q4_k_m_type)
   }
   return GgmlType::kF32;
 }
@@ -63,6 +66,7 @@ uint32_t file_type(GgufOutType t) {  // llama.cpp's LlamaFileType
     case GgufOutType::kF16: return 1;
     case GgufOutType::kBF16: return 32;
     case GgufOutType::kQ8_0: return 7;
+    case GgufOutType::kQ4_K_M: return 15;
   }
   return 0;
 }
@@ -75,10 +79,13 @@ std::string tensor_bytes(const Item& it) {
   const int64_t rows = m.rows, cols = m.cols;
   const int64_t src_row = dtype_row_bytes(m.dtype, cols);
   const GgmlType t = it.type;
-  const int64_t dst_row = t == GgmlType::kQ8_0 ? cols / 32 * 34 : cols * (t == GgmlType::kF32 ? 4 : 2);
+  const int64_t dst_row = t == GgmlType::kQ8_0   ? cols / 32 * 34
+                          : t == GgmlType::kQ4_K ? cols / 256 * 144
+                          : t == GgmlType::kQ6_K ? cols / 256 * 210
+                                                 : cols * (t == GgmlType::kF32 ? 4 : 2);
   std::string out(static_cast<size_t>(rows * dst_row), '\0');
   const DType same = t == GgmlType::kF32 ? DType::kF32 : t == GgmlType::kF16 ? DType::kF16
-                     : t == GgmlType::kBF16 ? DType::kBF16 : DType::kQ8_0;
+                     : t == GgmlType::kBF16 ? DType::kBF16 : DType::kQ8_0;  // (never a checkpoint's dtype)
   ThreadPool::global().parallel_for(rows, 16, [&](int64_t b, int64_t e, int) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = b; r < e; ++r) {
@@ -104,6 +111,8 @@ std::string tensor_bytes(const Item& it) {
             std::memcpy(dst + 2 * c, &h, 2);
           }
           break;
+        case GgmlType::kQ4_K: kernels::quantize_row_q4_K(row.data(), dst, cols); break;
+        case GgmlType::kQ6_K: kernels::quantize_row_q6_K(row.data(), dst, cols); break;
         default: kernels::quantize_row_q8_0(row.data(), dst, cols); break;
       }
     }
@@ -200,6 +209,18 @@ void add_tensors(io::GgufWriter& w, const std::vector<Item>& items) {
   for (const Item& it : items) w.add_tensor(it.name, it.type, it.ne, [&it] { return tensor_bytes(it); });
 }
 
+// llama-quantize's tensor order (llama_model_loader's weight_name_comparer): tensors outside the
+// blocks first, then by block number, by name within each.
+bool llama_tensor_order(const Item& a, const Item& b) {
+  auto layer = [](const std::string& n) {
+    int l = -1;
+    std::sscanf(n.c_str(), "blk.%d.", &l);
+    return l;
+  };
+  const int la = layer(a.name), lb = layer(b.name);
+  return la != lb ? la < lb : a.name < b.name;
+}
+
 }  // namespace
 
 GgufOutType parse_gguf_out_type(const std::string& s) {
@@ -209,11 +230,12 @@ GgufOutType parse_gguf_out_type(const std::string& s) {
   if (k == "f16") return GgufOutType::kF16;
   if (k == "bf16") return GgufOutType::kBF16;
   if (k == "q8_0") return GgufOutType::kQ8_0;
+  if (k == "q4_k_m") return GgufOutType::kQ4_K_M;
   if (k.rfind("q4_k", 0) == 0 || k.rfind("q5_k", 0) == 0 || k.rfind("q6_k", 0) == 0 || k.rfind("q4_", 0) == 0)
-    fail(ErrorKind::kInvalidArgument, "--type ", s, " is not supported yet: locr quantize writes q8_0, f16, bf16 or "
-         "f32 (for K-quants, run llama.cpp's llama-quantize on an f16/bf16 file locr wrote)");
+    fail(ErrorKind::kInvalidArgument, "--type ", s, " is not supported yet: locr quantize writes q4_k_m, q8_0, f16, "
+         "bf16 or f32 (for other K-quants, run llama.cpp's llama-quantize on an f16/bf16 file locr wrote)");
   fail(ErrorKind::kInvalidArgument, "--type ", s.empty() ? std::string("''") : s, " is not a GGUF type locr quantize "
-       "writes: use q8_0, f16, bf16 or f32");
+       "writes: use q4_k_m, q8_0, f16, bf16 or f32");
 }
 
 const char* gguf_out_type_name(GgufOutType t) {
@@ -222,8 +244,29 @@ const char* gguf_out_type_name(GgufOutType t) {
     case GgufOutType::kF16: return "f16";
     case GgufOutType::kBF16: return "bf16";
     case GgufOutType::kQ8_0: return "q8_0";
+    case GgufOutType::kQ4_K_M: return "q4_k_m";
   }
   return "?";
+}
+
+// llama.cpp's Q4_K_M mix for a qwen3 model without an importance matrix (llama-quant.cpp,
+// llama_tensor_get_type with LLAMA_FTYPE_MOSTLY_Q4_K_M): the head (output.weight, or token_embd
+// when the embeddings are tied) Q6_K, or Q8_0 when its rows are not whole 256-blocks; attn_v and
+// ffn_down of the use_more_bits layers Q6_K (with one layer per tensor, the counters are the layer
+// index); every other 2-D weight Q4_K; then tensor_type_fallback: a Q6_K tensor whose rows are not
+// whole super-blocks becomes Q8_0.
+io::GgmlType q4_k_m_type(const std::string& name, int64_t cols, int n_layers, bool tied) {
+  auto use_more_bits = [](int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
+  GgmlType t = GgmlType::kQ4_K;
+  int layer = -1;
+  std::sscanf(name.c_str(), "blk.%d.", &layer);
+  if (name == "output.weight" || (tied && name == "token_embd.weight")) {
+    t = cols % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+  } else if (name.find("attn_v.weight") != std::string::npos || name.find("ffn_down") != std::string::npos) {
+    if (use_more_bits(layer, n_layers)) t = GgmlType::kQ6_K;
+  }
+  if (t == GgmlType::kQ6_K && cols % 256 != 0) t = GgmlType::kQ8_0;
+  return t;
 }
 
 std::string default_mmproj_path(const std::string& text_path) {
@@ -248,7 +291,12 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
   const io::SafetensorsSet st = io::SafetensorsSet::open_dir(dir);
   const ModelWeights w = load_weights(st, cfg);
   const TextConfig& t = cfg.text;
+  const bool k_mix = type == GgufOutType::kQ4_K_M;
   const GgmlType wt = weight_type(type);
+  // The mmproj of a q4_k_m export is the q8_0 one: llama-quantize does not take a clip model, and
+  // Q8_0 is the smallest type llama.cpp's converter writes for it.
+  const GgufOutType mm_type = k_mix ? GgufOutType::kQ8_0 : type;
+  const GgmlType mwt = weight_type(mm_type);
 
   // The text model: the checkpoint's order by name (lm_head.weight, then model.language_model.*:
   // embed_tokens, layers.N in string order, norm), each layer's tensors by their HF names.
@@ -281,13 +329,18 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     mat(text, p + "attn_v.weight", L.v_proj, wt);
   }
   vec(text, "output_norm.weight", w.text.norm);
+  if (k_mix) {  // llama-quantize's types and order (it reads the converter's f16/bf16 file)
+    for (Item& it : text)
+      if (it.ne.size() == 2) it.type = q4_k_m_type(it.name, it.ne[0], t.num_hidden_layers, !untied);
+    std::stable_sort(text.begin(), text.end(), llama_tensor_order);
+  }
 
   // The mmproj: v.* (vision_encoder) then mm.* (vision_projection), by HF name.
   std::vector<Item> mm;
   const VisionConfig& v = cfg.vision;
   if (w.has_vision) {
     // patch_embd and patch_merger: F16 in an f16 file, F32 otherwise (MmprojModel.tensor_force_quant).
-    const GgmlType forced = type == GgufOutType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
+    const GgmlType forced = mm_type == GgufOutType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
     vec(mm, "v.pre_ln.weight", w.vision.ln_pre);
     mm.push_back({"v.patch_embd.weight", &w.vision.patch_conv,
                   {v.patch_size, v.patch_size, v.num_channels, v.hidden_size}, forced, {}});
@@ -301,39 +354,48 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     for (int i : vorder) {
       const VisionLayerWeights& L = w.vision.layers[i];
       const std::string p = "v.blk." + std::to_string(i) + ".";
-      mat(mm, p + "attn_k.weight", L.k_proj, wt);
+      mat(mm, p + "attn_k.weight", L.k_proj, mwt);
       mm.back().row_from = row_from;
-      mat(mm, p + "attn_out.weight", L.o_proj, wt);
-      mat(mm, p + "attn_q.weight", L.q_proj, wt);
+      mat(mm, p + "attn_out.weight", L.o_proj, mwt);
+      mat(mm, p + "attn_q.weight", L.q_proj, mwt);
       mm.back().row_from = row_from;
-      mat(mm, p + "attn_v.weight", L.v_proj, wt);
+      mat(mm, p + "attn_v.weight", L.v_proj, mwt);
       vec(mm, p + "ln1.weight", L.attention_norm);
-      mat(mm, p + "ffn_down.weight", L.down_proj, wt);
-      mat(mm, p + "ffn_gate.weight", L.gate_proj, wt);
-      mat(mm, p + "ffn_up.weight", L.up_proj, wt);
+      mat(mm, p + "ffn_down.weight", L.down_proj, mwt);
+      mat(mm, p + "ffn_gate.weight", L.gate_proj, mwt);
+      mat(mm, p + "ffn_up.weight", L.up_proj, mwt);
       vec(mm, p + "ln2.weight", L.ffn_norm);
     }
-    mat(mm, "mm.1.weight", w.projector.linear_1, wt);
-    mat(mm, "mm.2.weight", w.projector.linear_2, wt);
+    mat(mm, "mm.1.weight", w.projector.linear_1, mwt);
+    mat(mm, "mm.2.weight", w.projector.linear_2, mwt);
     vec(mm, "mm.input_norm.weight", w.projector.norm);
     mat(mm, "mm.patch_merger.weight", w.projector.merging_layer, forced);
   }
 
-  // Q8_0 needs rows of whole 32-element blocks: checked for every tensor before anything is written.
-  int quantized = 0;
+  // Q8_0 needs rows of whole 32-element blocks, Q4_K 256-element super-blocks: checked for every
+  // tensor before anything is written.
+  int quantized = 0, res_q4_k = 0, res_q6_k = 0;
   for (const std::vector<Item>* items : {&text, &mm})
     for (const Item& it : *items) {
-      if (it.type != GgmlType::kQ8_0) continue;
-      if (it.ne[0] % 32 != 0)
-        fail(ErrorKind::kInvalidArgument, "--type q8_0: tensor '", it.name, "' has rows of ", it.ne[0], " elements, "
-             "not a multiple of Q8_0's 32-element block; this model cannot be written as Q8_0 (use --type f16 or "
-             "bf16; llama.cpp's converter would silently keep such a tensor in F16)");
+      if (it.type == GgmlType::kQ4_K && it.ne[0] % 256 != 0)
+        fail(ErrorKind::kInvalidArgument, "--type q4_k_m: tensor '", it.name, "' has rows of ", it.ne[0], " elements, "
+             "not a multiple of Q4_K's 256-element super-block; this model cannot be written as Q4_K_M (llama.cpp's "
+             "llama-quantize would fall back to Q5_0 for it, which locr does not write; use --type q8_0)");
+      if (it.type != GgmlType::kQ8_0 && it.type != GgmlType::kQ4_K && it.type != GgmlType::kQ6_K) continue;
+      if (it.type == GgmlType::kQ8_0 && it.ne[0] % 32 != 0)
+        fail(ErrorKind::kInvalidArgument, "--type ", gguf_out_type_name(type), ": tensor '", it.name, "' has rows of ",
+             it.ne[0], " elements, not a multiple of Q8_0's 32-element block; this model cannot be written as Q8_0 "
+             "(use --type f16 or bf16; llama.cpp's converter would silently keep such a tensor in F16)");
       ++quantized;
+      if (it.type == GgmlType::kQ4_K) ++res_q4_k;
+      if (it.type == GgmlType::kQ6_K) ++res_q6_k;
     }
 
   const std::string name = model_name(dir);
   GgufExportResult res;
   res.quantized = quantized;
+  res.q4_k = res_q4_k;
+  res.q6_k = res_q6_k;
   {
     io::GgufWriter g;
     g.add_string("general.architecture", "qwen3");
@@ -351,9 +413,15 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     g.add_f32("qwen3.attention.layer_norm_rms_epsilon", t.rms_norm_eps);
     g.add_u32("qwen3.attention.key_length", static_cast<uint32_t>(t.head_dim));
     g.add_u32("qwen3.attention.value_length", static_cast<uint32_t>(t.head_dim));
-    g.add_u32("general.file_type", file_type(type));
-    g.add_u32("general.quantization_version", 2);
+    if (!k_mix) {
+      g.add_u32("general.file_type", file_type(type));
+      g.add_u32("general.quantization_version", 2);
+    }
     add_gguf_vocab(g, dir, t.vocab_size);
+    if (k_mix) {  // llama-quantize sets these two last (gguf_set_val_u32 removes, then appends, a key)
+      g.add_u32("general.quantization_version", 2);
+      g.add_u32("general.file_type", file_type(type));
+    }
     add_tensors(g, text);
     res.text_tensors = static_cast<int>(g.tensor_count());
     res.text_bytes = g.write(text_path);
@@ -369,7 +437,7 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     add_gguf_sampling(g, dir);
     g.add_string("general.name", name);
     g.add_string("general.size_label", size_label(elements(mm)));
-    g.add_u32("general.file_type", file_type(type));
+    g.add_u32("general.file_type", file_type(mm_type));
     g.add_bool("clip.has_vision_encoder", true);
     g.add_u32("clip.vision.projection_dim", static_cast<uint32_t>(t.hidden_size));
     g.add_u32("clip.vision.image_size", static_cast<uint32_t>(v.image_size));

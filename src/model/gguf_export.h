@@ -11,6 +11,19 @@
 //   bf16     BF16                      F32           F32                             32
 //   q8_0     Q8_0 (kernels' quantizer, F32           F32                             7
 //            bit-equal to llama.cpp's)
+//   q4_k_m   text: llama-quantize's    F32           F32                             15 (mmproj: 7)
+//            Q4_K_M mix (Q4_K; head,
+//            more-bits attn_v/ffn_down
+//            Q6_K), mmproj as q8_0
+//
+// q4_k_m is what llama.cpp's llama-quantize Q4_K_M writes from the converter's file (without an
+// importance matrix): the types of llama_tensor_get_type for qwen3 (gguf_export.cc q4_k_m_type),
+// its tensor order (outside the blocks first, then by block number, by name within), its metadata
+// (the converter's, with general.quantization_version and general.file_type moved last), the
+// quantizers bit-equal to quantize_row_q4_K_ref / q6_K_ref. It quantizes from the checkpoint's own
+// floats (llama-quantize from the f16/bf16 file's). The mmproj is the q8_0 one (llama-quantize
+// takes no clip model). A Q4_K tensor whose rows are not whole 256-element super-blocks is an error
+// (llama-quantize falls back to Q5_0, which locr does not write); a Q6_K one becomes Q8_0, as there.
 //
 // The vision attn_q / attn_k rows are permuted as the converter's LlamaModel.permute does (the
 // loader's unpermute_rows undoes it); the text model's are not (Qwen3). The tokenizer is written
@@ -28,14 +41,20 @@
 #include <cstdint>
 #include <string>
 
+#include "io/gguf.h"
+
 namespace locr::model {
 
-enum class GgufOutType { kF32, kF16, kBF16, kQ8_0 };
+enum class GgufOutType { kF32, kF16, kBF16, kQ8_0, kQ4_K_M };
 
-// "f32", "f16", "bf16", "q8_0" (case-insensitive). Anything else, q4_k_m included, is a
-// kInvalidArgument error naming the supported types.
+// "f32", "f16", "bf16", "q8_0", "q4_k_m" (case-insensitive). Anything else is a kInvalidArgument
+// error naming the supported types.
 GgufOutType parse_gguf_out_type(const std::string& s);
 const char* gguf_out_type_name(GgufOutType t);
+
+// The type llama.cpp's Q4_K_M mix gives the text tensor `name` (a 2-D weight with rows of `cols`)
+// of a qwen3 model of n_layers layers, `tied` when token_embd is also the head: see gguf_export.cc.
+io::GgmlType q4_k_m_type(const std::string& name, int64_t cols, int n_layers, bool tied);
 
 // The converter's mmproj name for a text output: mmproj-<file name> in the same directory.
 std::string default_mmproj_path(const std::string& text_path);
@@ -43,7 +62,8 @@ std::string default_mmproj_path(const std::string& text_path);
 struct GgufExportResult {
   int text_tensors = 0, mmproj_tensors = 0;  // mmproj_tensors 0: no vision encoder, no mmproj written
   uint64_t text_bytes = 0, mmproj_bytes = 0;
-  int quantized = 0;  // tensors written as Q8_0
+  int quantized = 0;  // tensors written quantized (Q8_0, Q4_K, Q6_K)
+  int q4_k = 0, q6_k = 0;  // of which Q4_K, Q6_K (q4_k_m)
 };
 
 // Writes the model in `model_dir` to text_path (and mmproj_path). Everything is checked (the

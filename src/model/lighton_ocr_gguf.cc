@@ -101,7 +101,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   const DType deq = opts.backend == "ref" || opts.backend == "cpu-f32" ? DType::kF32 : DType::kBF16;
   // The kernels first: the weights in buffers of their own are packed as they are bound.
   m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
-  // Q8_0 and Q4_K tensors stay as stored on the host backends (their integer kernels, or ref's exact
+  // Q8_0, Q4_K and Q6_K tensors stay as stored on the host backends (their integer kernels, or ref's exact
   // dequantization per element); CUDA has no kernels for them yet: dequantized for it.
   m->weights_ = load_gguf_weights(ck, m->config_, deq, cuda ? nullptr : m->ops_.get(), /*keep_quantized=*/!cuda);
   m->make_parts(opts);

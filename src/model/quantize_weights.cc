@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/quant_q4_k.h"
+#include "kernels/cpu/quant_q6_k.h"
 #include "kernels/cpu/quant_q8_0.h"
 
 namespace locr::model {
@@ -22,10 +23,10 @@ void to_f32_row(const Matrix& m, int64_t r, float* out) {
                  static_cast<size_t>(m.cols));
 }
 
-// Replaces m by its quantization to `to` (Q8_0 or Q4_K; a new buffer, the checkpoint's pages are
+// Replaces m by its quantization to `to` (Q8_0, Q4_K or Q6_K; a new buffer, the checkpoint's pages are
 // left alone). False (m unchanged) when m is not a float matrix or its rows are not whole blocks.
 bool quantize_matrix(Matrix& m, DType to) {
-  const int64_t block = to == DType::kQ4_K ? 256 : 32;
+  const int64_t block = to == DType::kQ4_K || to == DType::kQ6_K ? 256 : 32;
   if (m.data == nullptr || m.cols % block != 0) return false;
   if (m.dtype != DType::kF32 && m.dtype != DType::kBF16 && m.dtype != DType::kF16) return false;
   const int64_t row_bytes = dtype_row_bytes(to, m.cols);
@@ -37,6 +38,7 @@ bool quantize_matrix(Matrix& m, DType to) {
     for (int64_t r = b; r < e; ++r) {
       to_f32_row(src, r, row.data());
       if (to == DType::kQ4_K) kernels::quantize_row_q4_K(row.data(), dst + r * row_bytes, src.cols);
+      else if (to == DType::kQ6_K) kernels::quantize_row_q6_K(row.data(), dst + r * row_bytes, src.cols);
       else kernels::quantize_row_q8_0(row.data(), dst + r * row_bytes, src.cols);
     }
   });
@@ -55,25 +57,41 @@ bool quantize_matrix(Matrix& m, DType to) {
 QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
   std::string k = method;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (k != "q8_0" && k != "q4_k")
+  if (k != "q8_0" && k != "q4_k" && k != "q4_k_m")
     fail(ErrorKind::kInvalidArgument, "--quantization ", method, " is not supported: use q8_0 (GGUF Q8_0, int8 "
-         "weights with a scale per 32) or q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256; CPU backends), "
-         "or leave it out to run the checkpoint's own dtype");
-  const DType to = k == "q4_k" ? DType::kQ4_K : DType::kQ8_0;
+         "weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256; CPU backends) or "
+         "q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K), or leave it out to run the checkpoint's own dtype");
+  const bool mix = k == "q4_k_m";
+  const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;
   QuantizeCounts n;
-  auto q = [&](Matrix& m) {
-    if (quantize_matrix(m, to)) ++(to == DType::kQ4_K ? n.q4_k : n.q8_0);
-    else if (to == DType::kQ4_K && quantize_matrix(m, DType::kQ8_0)) ++n.q8_0;  // rows not whole super-blocks
+  auto q = [&](Matrix& m, DType t) {
+    if (quantize_matrix(m, t)) ++(t == DType::kQ4_K ? n.q4_k : t == DType::kQ6_K ? n.q6_k : n.q8_0);
+    else if (t != DType::kQ8_0 && quantize_matrix(m, DType::kQ8_0)) ++n.q8_0;  // rows not whole super-blocks
   };
-  for (auto& L : w.text.layers)
-    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) q(*m);
-  q(w.text.lm_head);  // a tied head shares the embedding's storage: it gets its own copy, the table stays
+  // q4_k_m: llama-quantize's use_more_bits layers (model/gguf_export.cc q4_k_m_type) keep attn_v and
+  // ffn_down in Q6_K, and so does the head.
+  const int n_layers = static_cast<int>(w.text.layers.size());
+  auto more_bits = [&](int i) { return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2; };
+  for (int i = 0; i < n_layers; ++i) {
+    auto& L = w.text.layers[static_cast<size_t>(i)];
+    const DType hi = mix && more_bits(i) ? DType::kQ6_K : to;
+    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.o_proj, &L.gate_proj, &L.up_proj}) q(*m, to);
+    q(L.v_proj, hi);
+    q(L.down_proj, hi);
+  }
+  // A tied head shares the embedding's storage: it gets its own copy, the table stays.
+  q(w.text.lm_head, mix ? DType::kQ6_K : to);
+  // q4_k_m: the vision tower and projector as `locr quantize --type q4_k_m`'s mmproj, Q8_0.
+  const DType vt = mix ? DType::kQ8_0 : to;
   if (w.has_vision) {
     for (auto& L : w.vision.layers)
-      for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) q(*m);
-    for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) q(*m);
+      for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) q(*m, vt);
+    for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) q(*m, vt);
   }
-  if (to == DType::kQ4_K)
+  if (mix)
+    LOCR_INFO("quantization q4_k_m: ", n.q4_k, " weight matrices quantized to Q4_K at load, ", n.q6_k, " to Q6_K, ",
+              n.q8_0, " to Q8_0 (the vision tower and projector, and rows not whole 256-weight super-blocks)");
+  else if (to == DType::kQ4_K)
     LOCR_INFO("quantization q4_k: ", n.q4_k, " weight matrices quantized to Q4_K at load",
               n.q8_0 > 0 ? ", " + std::to_string(n.q8_0) + " to Q8_0 (rows not a whole number of 256-weight super-blocks)"
                          : std::string());

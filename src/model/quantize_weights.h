@@ -17,11 +17,15 @@
 namespace locr::model {
 
 struct QuantizeCounts {
-  int q8_0 = 0, q4_k = 0;  // matrices quantized to each type
-  int total() const { return q8_0 + q4_k; }
+  int q8_0 = 0, q4_k = 0, q6_k = 0;  // matrices quantized to each type
+  int total() const { return q8_0 + q4_k + q6_k; }
 };
 
-// "q8_0" or "q4_k" (case-insensitive). Any other value is a kInvalidArgument error naming the
+// q4_k_m: llama.cpp's Q4_K_M mix on the text decoder (as `locr quantize --type q4_k_m`: attn_v and
+// ffn_down of llama-quantize's use_more_bits layers and the LM head Q6_K, the rest Q4_K), the vision
+// tower and projector Q8_0 (that export's mmproj).
+//
+// "q8_0", "q4_k" or "q4_k_m" (case-insensitive). Any other value is a kInvalidArgument error naming the
 // supported ones.
 QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method);
 

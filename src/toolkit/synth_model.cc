@@ -137,7 +137,13 @@ SynthPreset synth_preset(const std::string& name) {
     p.vision_hidden = 128, p.vision_intermediate = 256, p.vision_layers = 2, p.vision_heads = 2;
     return p;
   }
-  fail(ErrorKind::kInvalidArgument, "unknown preset '", name, "' (expected lightonocr-2-1b, tiny or tiny-hd64)");
+  if (name == "tiny-k") {  // text widths of whole 256-element super-blocks, 8 layers (Q4_K_M's layer pattern)
+    p.text_hidden = 256, p.text_intermediate = 512, p.text_layers = 8, p.text_heads = 4, p.text_kv_heads = 2,
+    p.text_head_dim = 64;
+    p.vision_hidden = 32, p.vision_intermediate = 96, p.vision_layers = 2, p.vision_heads = 2;
+    return p;
+  }
+  fail(ErrorKind::kInvalidArgument, "unknown preset '", name, "' (expected lightonocr-2-1b, tiny, tiny-hd64 or tiny-k)");
 }
 
 std::vector<WeightSpec> synth_weight_specs(const SynthPreset& p) {

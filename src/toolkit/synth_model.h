@@ -31,7 +31,9 @@ struct SynthPreset {
 };
 
 // "lightonocr-2-1b" (the real shapes), "tiny" (2+2 layers, hidden 64/32, the real vocabulary) or
-// "tiny-hd64" (2+2 layers, hidden 128, head_dim 64 in both towers: the CUDA kernels' head size).
+// "tiny-hd64" (2+2 layers, hidden 128, head_dim 64 in both towers: the CUDA kernels' head size) or
+// "tiny-k" (8 text layers of hidden 256 / ffn 512, widths of whole K-quant super-blocks, and the
+// tiny vision tower: for `locr quantize --type q4_k_m`).
 SynthPreset synth_preset(const std::string& name);
 
 enum class WeightKind { kLinear, kEmbedding, kNorm };

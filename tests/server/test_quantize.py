@@ -94,10 +94,12 @@ def test_serve_runs_the_written_files(written):
 def test_bad_input_is_a_clear_error(tmp_path):
     r = quantize(MODEL, tmp_path / "x.gguf")
     assert r.returncode == 1 and "--type is required" in r.stderr
-    r = quantize(MODEL, tmp_path / "x.gguf", "--type", "q4_k_m")
-    assert r.returncode == 1 and "--type q4_k_m is not supported yet" in r.stderr
+    r = quantize(MODEL, tmp_path / "x.gguf", "--type", "q5_k_m")
+    assert r.returncode == 1 and "--type q5_k_m is not supported yet" in r.stderr
+    r = quantize(MODEL, tmp_path / "x.gguf", "--type", "q4_k_m")  # tiny_a's rows of 64: no 256-element super-blocks
+    assert r.returncode == 1 and "not a multiple of Q4_K's 256-element super-block" in r.stderr
     r = quantize(MODEL, tmp_path / "x.gguf", "--type", "int3")
-    assert r.returncode == 1 and "use q8_0, f16, bf16 or f32" in r.stderr
+    assert r.returncode == 1 and "use q4_k_m, q8_0, f16, bf16 or f32" in r.stderr
     r = quantize(MODEL, tmp_path / "missing" / "x.gguf", "--type", "q8_0")
     assert r.returncode == 1 and "does not exist" in r.stderr
     r = quantize(MODEL, tmp_path / "x.bin", "--type", "q8_0")
@@ -108,3 +110,88 @@ def test_bad_input_is_a_clear_error(tmp_path):
     r = quantize(MODEL, tmp_path / "y.gguf", "--type", "f16", "--mmproj-out", tmp_path / "vision.gguf")
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vision.gguf", "y.gguf"]
+
+
+# --type q4_k_m: llama-quantize's Q4_K_M on a model whose text widths are whole 256-element
+# super-blocks (make-model --preset tiny-k: 8 layers, hidden 256, ffn 512, tied embeddings).
+
+def llama_order(name):
+    """llama_model_loader's weight_name_comparer: tensors outside the blocks first, then by block number, by name."""
+    layer = int(name.split(".")[1]) if name.startswith("blk.") else -1
+    return (layer, name.encode())
+
+
+@pytest.fixture(scope="module")
+def k_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("q4_k_m")
+    r = subprocess.run([locr_bin(), "make-model", "--preset", "tiny-k", "--dtype", "f32", "--out", str(d / "tiny_k"),
+                        "--quiet"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for t in ("q4_k_m", "f32", "q8_0"):
+        r = quantize(d / "tiny_k", d / f"tiny_k-{t}.gguf", "--type", t)
+        assert r.returncode == 0, r.stderr
+        out[t] = (d / f"tiny_k-{t}.gguf", d / f"mmproj-tiny_k-{t}.gguf", r.stdout)
+    return out
+
+
+def test_q4_k_m_is_llama_quantizes_mix_and_reads_back_with_gguf(k_model):
+    gguf = pytest.importorskip("gguf")
+    Q = gguf.GGMLQuantizationType
+    text, _, stdout = k_model["q4_k_m"]
+    assert "(48 Q4_K, 9 Q6_K, " in stdout, stdout  # 8 layers x 7 weights + token_embd; mmproj Q8_0
+    mine, f32 = gguf.GGUFReader(text), gguf.GGUFReader(k_model["f32"][0])
+    # Metadata: the converter's (locr's f32 file is), general.file_type 15 (MOSTLY_Q4_K_M), and
+    # llama-quantize's order: general.quantization_version and general.file_type moved last.
+    got, want = fields(mine), fields(f32)
+    assert got.pop("general.file_type") == (["UINT32"], 15)
+    assert want.pop("general.file_type") == (["UINT32"], 0)
+    assert got == want
+    assert [k for k in mine.fields if not k.startswith("GGUF.")][-2:] == ["general.quantization_version", "general.file_type"]
+    # Tensors: llama-quantize's order, the mix's types, the norms' bytes, the weights within a step.
+    names = [x.name for x in f32.tensors]
+    assert [x.name for x in mine.tensors] == sorted(names, key=llama_order)
+    ref = {x.name: x for x in f32.tensors}
+    more_bits = {0, 3, 6, 7}  # use_more_bits(i, 8)
+    counts = {}
+    for x in mine.tensors:
+        r = ref[x.name]
+        assert list(x.shape) == list(r.shape), x.name
+        if len(r.shape) == 1:
+            assert x.tensor_type == Q.F32 and np.array_equal(np.asarray(x.data), np.asarray(r.data)), x.name
+            continue
+        layer = int(x.name.split(".")[1]) if x.name.startswith("blk.") else -1
+        six = x.name == "token_embd.weight" or (layer in more_bits and x.name.split(".")[2] in ("attn_v", "ffn_down"))
+        assert x.tensor_type == (Q.Q6_K if six else Q.Q4_K), x.name
+        counts[x.tensor_type] = counts.get(x.tensor_type, 0) + 1
+        got = gguf.quants.dequantize(np.asarray(x.data), x.tensor_type).reshape(-1, 16)
+        want = np.asarray(r.data, dtype=np.float32).reshape(-1, 16)
+        rms = np.sqrt(np.mean(want.astype(np.float64) ** 2))
+        err = np.sqrt(np.mean((got.astype(np.float64) - want) ** 2)) / rms
+        assert err < (0.03 if six else 0.12), (x.name, err)
+    assert counts == {Q.Q4_K: 48, Q.Q6_K: 9}
+    # The mmproj is the q8_0 export's, byte for byte.
+    assert k_model["q4_k_m"][1].read_bytes() == k_model["q8_0"][1].read_bytes()
+
+
+def test_q4_k_m_text_file_is_llama_cpps_own_byte_for_byte(k_model):
+    """llama.cpp's llama_model_quantize (Q4_K_M) on locr's f32 file of the same model (the converter's
+    pipeline) wrote a file of this SHA-256 (tools/reference/make_q4_k_m_fixture.py; the model directory
+    is named tiny_k there too, general.name comes from it)."""
+    import hashlib
+    want_hash, want_size = (GGUF.parent / "tiny_k-q4_k_m.sha256").read_text().split()
+    data = k_model["q4_k_m"][0].read_bytes()
+    assert len(data) == int(want_size)
+    assert hashlib.sha256(data).hexdigest() == want_hash
+
+
+def test_serve_runs_the_q4_k_m_files(k_model):
+    text, mmproj, _ = k_model["q4_k_m"]
+    s = Server("--mmproj", str(mmproj), "--served-model-name", "m", model=text)
+    try:
+        r = s.post("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "Hello"}],
+                                            "max_tokens": 4, **greedy()})
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["completion_tokens"] >= 1
+    finally:
+        assert s.stop() == 0

@@ -151,7 +151,7 @@ def test_quantization_help_says_what_it_does():
     out = subprocess.run([locr_bin(), "serve", "--help"], capture_output=True, text=True, timeout=60)
     text = out.stdout + out.stderr
     i = text.index("--quantization")
-    assert "q8_0 or q4_k: quantize the weights at load" in text[i:i + 300], text[i:i + 300]
+    assert "q8_0, q4_k or q4_k_m: quantize the weights at load" in text[i:i + 300], text[i:i + 300]
 
 
 def test_quantization_q4_k_quantizes_at_load_and_serves():
@@ -159,6 +159,18 @@ def test_quantization_q4_k_quantizes_at_load_and_serves():
     s = Server("--quantization", "q4_k")
     try:
         assert "quantization q4_k: 0 weight matrices quantized to Q4_K at load, 32 to Q8_0" in s.log
+        assert "--quantization has no effect" not in s.log
+        r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
+    finally:
+        assert s.stop() == 0
+
+
+def test_quantization_q4_k_m_quantizes_at_load_and_serves():
+    # tiny_a: every text and vision weight falls back to Q8_0 (rows of 64 / 128 / 32), the log says so.
+    s = Server("--quantization", "q4_k_m")
+    try:
+        assert "quantization q4_k_m: 0 weight matrices quantized to Q4_K at load, 0 to Q6_K, 32 to Q8_0" in s.log
         assert "--quantization has no effect" not in s.log
         r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1

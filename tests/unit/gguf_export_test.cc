@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <tuple>
 #include <filesystem>
 
@@ -213,8 +214,9 @@ TEST(GgufExport, ShardedModelRoundTrips) {
 TEST(GgufExport, BadInputIsAClearError) {
   EXPECT_EQ(parse_gguf_out_type("Q8_0"), GgufOutType::kQ8_0);
   EXPECT_EQ(parse_gguf_out_type("bf16"), GgufOutType::kBF16);
-  EXPECT_NE(error_of([] { parse_gguf_out_type("q4_k_m"); }).find("--type q4_k_m is not supported yet"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_gguf_out_type("int4"); }).find("use q8_0, f16, bf16 or f32"), std::string::npos);
+  EXPECT_EQ(parse_gguf_out_type("Q4_K_M"), GgufOutType::kQ4_K_M);
+  EXPECT_NE(error_of([] { parse_gguf_out_type("q5_k_m"); }).find("--type q5_k_m is not supported yet"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_gguf_out_type("int4"); }).find("use q4_k_m, q8_0, f16, bf16 or f32"), std::string::npos);
   const std::string d = out_dir();
   EXPECT_NE(error_of([&] { export_gguf(kTinyA, d + "/nope/x.gguf", d + "/mm-x.gguf", GgufOutType::kQ8_0); })
                 .find("output directory " + d + "/nope does not exist"),
@@ -233,10 +235,43 @@ TEST(GgufExport, BadInputIsAClearError) {
     EXPECT_NE(e.find("has rows of 48 elements, not a multiple of Q8_0's 32-element block"), std::string::npos) << e;
     EXPECT_FALSE(io::file_exists(text));
     EXPECT_FALSE(io::file_exists(d + "/mm-" + m + ".gguf"));
+    // Nor Q4_K_M (rows of 48: no 256-element super-blocks).
+    const std::string ek = error_of([&] { export_gguf(kFix + "/models/" + m, text, d + "/mm-" + m + ".gguf", GgufOutType::kQ4_K_M); });
+    EXPECT_NE(ek.find("--type q4_k_m: tensor '"), std::string::npos) << ek;
+    EXPECT_FALSE(io::file_exists(text));
     // f16 is fine for them.
     export_gguf(kFix + "/models/" + m, text, d + "/mm-" + m + ".gguf", GgufOutType::kF16);
     EXPECT_TRUE(io::file_exists(text));
   }
+}
+
+}  // namespace
+}  // namespace locr::model
+
+namespace locr::model {
+namespace {
+
+// llama.cpp's Q4_K_M choices for qwen3 (llama-quant.cpp llama_tensor_get_type), written out for
+// 8 and 28 layers: use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2.
+TEST(GgufExport, Q4_KMMixIsLlamaQuantizes) {
+  using io::GgmlType;
+  const std::set<int> more8 = {0, 3, 6, 7}, more28 = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27};
+  for (const auto& [n, more] : {std::pair{8, more8}, std::pair{28, more28}})
+    for (int i = 0; i < n; ++i) {
+      const std::string p = "blk." + std::to_string(i) + ".";
+      const GgmlType hi = more.count(i) ? GgmlType::kQ6_K : GgmlType::kQ4_K;
+      EXPECT_EQ(q4_k_m_type(p + "attn_v.weight", 1024, n, true), hi) << n << " " << p;
+      EXPECT_EQ(q4_k_m_type(p + "ffn_down.weight", 3072, n, true), hi) << n << " " << p;
+      for (const char* t : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"})
+        EXPECT_EQ(q4_k_m_type(p + t, 1024, n, true), GgmlType::kQ4_K) << n << " " << p << t;
+    }
+  // The head: token_embd when tied, output.weight otherwise; Q8_0 when its rows are not whole 256-blocks.
+  EXPECT_EQ(q4_k_m_type("token_embd.weight", 1024, 28, true), GgmlType::kQ6_K);
+  EXPECT_EQ(q4_k_m_type("token_embd.weight", 1024, 28, false), GgmlType::kQ4_K);
+  EXPECT_EQ(q4_k_m_type("output.weight", 1024, 28, false), GgmlType::kQ6_K);
+  EXPECT_EQ(q4_k_m_type("token_embd.weight", 64, 28, true), GgmlType::kQ8_0);
+  // tensor_type_fallback: a Q6_K choice on rows of 32-blocks only is Q8_0.
+  EXPECT_EQ(q4_k_m_type("blk.0.attn_v.weight", 96, 8, true), GgmlType::kQ8_0);
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST(QuantizeWeights, UnsupportedMethodsAndBackendsAreClearErrors) {
     load("awq");
     ADD_FAILURE() << "awq accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--quantization awq is not supported: use q8_0 (GGUF Q8_0, int8 weights with a scale per 32) or q4_k"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--quantization awq is not supported: use q8_0 (GGUF Q8_0, int8 weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256; CPU backends) or q4_k_m"), std::string::npos) << e.what();
   }
   try {
     load("q8_0", "cuda");

@@ -25,6 +25,8 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
 #include "kernels/cpu/quant_q4_k.h"
+#include "kernels/cpu/q6_k_block.h"
+#include "kernels/cpu/quant_q6_k.h"
 #include "kernels/cpu/quant_q8_0.h"
 
 namespace locr::kernels {
@@ -258,7 +260,8 @@ class CpuOps final : public Ops {
   }
 
   void prepare(Matrix& w) override {
-    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_K) return;  // used as stored (quant_q8_0.h, quant_q4_k.h)
+    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K)
+      return;  // used as stored (quant_q8_0.h, quant_q4_k.h, quant_q6_k.h)
     if (own_packed(w) != nullptr) return;
     w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
   }
@@ -271,6 +274,10 @@ class CpuOps final : public Ops {
     }
     if (w.dtype == DType::kQ4_K) {
       gemm_q4_K(isa_, w.data, w.rows, w.cols, x, M, y);
+      return;
+    }
+    if (w.dtype == DType::kQ6_K) {
+      gemm_q6_K(isa_, w.data, w.rows, w.cols, x, M, y);
       return;
     }
     std::shared_ptr<void> temp;
@@ -572,6 +579,12 @@ class CpuOps final : public Ops {
         const auto* block = static_cast<const uint8_t*>(m.data) + r * dtype_row_bytes(m.dtype, n);
         for (int64_t b = 0; b < n / 256; ++b, block += 144)
           for (int e = 0; e < 256; ++e) out[b * 256 + e] = cpu::q4_k_value(block, e);
+        break;
+      }
+      case DType::kQ6_K: {  // Matrix::at's values (io::dequantize_row's), a super-block at a time
+        const auto* block = static_cast<const uint8_t*>(m.data) + r * dtype_row_bytes(m.dtype, n);
+        for (int64_t b = 0; b < n / 256; ++b, block += 210)
+          for (int e = 0; e < 256; ++e) out[b * 256 + e] = cpu::q6_k_value(block, e);
         break;
       }
       default:

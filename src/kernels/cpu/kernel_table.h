@@ -106,6 +106,10 @@ struct KernelTable {
   // n and m.
   void (*gemm_q4_k)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                     int64_t n_blocks, float* c, int64_t ldc);
+  // Q6_K weights (GGUF's 210-byte super-blocks of 256) against the same Q8_K activations,
+  // q6_k_block.h: the canonical Q6_K dot product, the same bits on every path, whatever n and m.
+  void (*gemm_q6_k)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
+                    int64_t n_blocks, float* c, int64_t ldc);
 
   // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
   // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.

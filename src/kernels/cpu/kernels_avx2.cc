@@ -9,6 +9,7 @@
 #include "kernels/cpu/kernels_impl.h"
 #include "kernels/cpu/q8_0_simd.h"
 #include "kernels/cpu/q4_k_simd.h"
+#include "kernels/cpu/q6_k_simd.h"
 
 namespace locr::kernels::cpu {
 
@@ -17,6 +18,7 @@ const KernelTable* kernel_table_avx2() {
     KernelTable k = avx2::base_table("avx2");
     k.gemm_q8_0 = q8_0_gemm_simd;
     k.gemm_q4_k = q4_k_gemm_simd;
+    k.gemm_q6_k = q6_k_gemm_simd;
     return k;
   }();
   return &t;

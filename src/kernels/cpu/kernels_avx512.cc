@@ -16,6 +16,7 @@
 #include "kernels/cpu/kernels_impl.h"
 #include "kernels/cpu/q8_0_simd.h"
 #include "kernels/cpu/q4_k_simd.h"
+#include "kernels/cpu/q6_k_simd.h"
 
 #include <time.h>
 
@@ -159,6 +160,7 @@ const KernelTable* kernel_table_avx512() {
     KernelTable k = avx512::base_table("avx512");
     k.gemm_q8_0 = q8_0_gemm_simd;
     k.gemm_q4_k = q4_k_gemm_simd;
+    k.gemm_q6_k = q6_k_gemm_simd;
     return k;
   }();
   return &t;
@@ -169,6 +171,7 @@ const KernelTable* kernel_table_avx512_bf16() {
     KernelTable k = avx512::base_table("avx512-bf16");
     k.gemm_q8_0 = q8_0_gemm_simd;
     k.gemm_q4_k = q4_k_gemm_simd;
+    k.gemm_q6_k = q6_k_gemm_simd;
     k.bf16_dot = true;
     k.pack_a_pairs = avx512::k_pack_a_pairs;
     k.gemm_tile = avx512::k_gemm_tile_bf16;

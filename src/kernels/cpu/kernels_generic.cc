@@ -8,6 +8,7 @@
 #include "kernels/cpu/kernels_impl.h"
 #include "kernels/cpu/q8_0_block.h"
 #include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/q6_k_block.h"
 
 namespace locr::kernels::cpu {
 
@@ -29,6 +30,14 @@ void gemm_q4_k_generic(const void* w, int64_t w_stride, int64_t n, const void* x
                                        static_cast<const uint8_t*>(x) + i * x_stride, n_blocks);
 }
 
+void gemm_q6_k_generic(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
+                       int64_t n_blocks, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < n; ++r)
+      c[i * ldc + r] = q6_k_dot_scalar(static_cast<const uint8_t*>(w) + r * w_stride,
+                                       static_cast<const uint8_t*>(x) + i * x_stride, n_blocks);
+}
+
 }  // namespace
 
 const KernelTable* kernel_table_generic() {
@@ -36,6 +45,7 @@ const KernelTable* kernel_table_generic() {
     KernelTable k = generic::base_table("generic");
     k.gemm_q8_0 = gemm_q8_0_generic;
     k.gemm_q4_k = gemm_q4_k_generic;
+    k.gemm_q6_k = gemm_q6_k_generic;
     return k;
   }();
   return &t;

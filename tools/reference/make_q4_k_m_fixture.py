@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The SHA-256 of what llama.cpp's own quantizer writes for `locr quantize --type q4_k_m`
+(tests/server/test_quantize.py compares locr's text GGUF with it, whole file):
+
+  tests/fixtures/gguf/tiny_k-q4_k_m.sha256   "<sha256>  <size>" of llama_model_quantize(ftype
+                                             LLAMA_FTYPE_MOSTLY_Q4_K_M, no importance matrix) run on
+                                             the f32 GGUF `locr quantize --type f32` writes for
+                                             `locr make-model --preset tiny-k --dtype f32` (seed 0)
+
+(`--type f32` is byte for byte llama.cpp's converter on the fixture models, tests/unit/
+gguf_export_test.cc, so this is llama.cpp's convert + llama-quantize pipeline.) The quantizer is
+libllama from llama-cpp-python 0.3.36's sources (pip download --no-binary :all: --no-deps
+llama-cpp-python==0.3.36; unpack; configure vendor/llama.cpp out of tree with cmake and build the
+`llama` target); a 10-line C driver calling llama_model_quantize is compiled against it in a
+temporary directory; nothing of it is kept.
+
+Usage: python tools/reference/make_q4_k_m_fixture.py LLAMA_CPP_PYTHON_SRC LIBLLAMA_DIR LOCR_BIN [OUTDIR]   (gcc)
+"""
+import hashlib
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DRIVER = r"""
+#include <stdio.h>
+#include "llama.h"
+int main(int argc, char** argv) {
+  llama_backend_init();
+  llama_model_quantize_params p = llama_model_quantize_default_params();
+  p.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
+  p.nthread = 2;
+  return (int)llama_model_quantize(argv[1], argv[2], &p);
+}
+"""
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    src = Path(sys.argv[1]) / "vendor" / "llama.cpp"
+    lib, locr = Path(sys.argv[2]).resolve(), sys.argv[3]
+    out = Path(sys.argv[4]) if len(sys.argv) > 4 else Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "gguf"
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        subprocess.run([locr, "make-model", "--preset", "tiny-k", "--dtype", "f32", "--out", str(t / "tiny_k"), "--quiet"],
+                       check=True)
+        subprocess.run([locr, "quantize", str(t / "tiny_k"), str(t / "tiny_k-f32.gguf"), "--type", "f32"], check=True)
+        (t / "q.c").write_text(DRIVER)
+        subprocess.run(["gcc", "-O1", "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), str(t / "q.c"),
+                        "-o", str(t / "q"), "-L", str(lib), "-lllama", f"-Wl,-rpath,{lib}"], check=True)
+        subprocess.run([str(t / "q"), str(t / "tiny_k-f32.gguf"), str(t / "tiny_k-q4_k_m.gguf")], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        data = (t / "tiny_k-q4_k_m.gguf").read_bytes()
+    line = f"{hashlib.sha256(data).hexdigest()}  {len(data)}\n"
+    (out / "tiny_k-q4_k_m.sha256").write_text(line)
+    print(out / "tiny_k-q4_k_m.sha256", line.strip())
+
+
+if __name__ == "__main__":
+    main()
