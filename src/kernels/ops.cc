@@ -60,7 +60,7 @@ std::unique_ptr<Ops> make_ops(const std::string& backend) {
 #ifdef LOCR_HAVE_CUDA
   if (backend == "cuda") return cuda::make_cuda_ops();
 #else
-  if (backend == "cuda") fail(ErrorKind::kUnsupported, "backend cuda: this locr was built without CUDA (-DLOCR_CUDA=ON)");
+  if (backend == "cuda") fail(ErrorKind::kUnsupported, "backend cuda: this locr was built without CUDA; rebuild with -DLOCR_CUDA=ON");
 #endif
   fail(ErrorKind::kInvalidArgument, "unknown kernel backend '", backend,
        "' (available: ref, cpu, cpu-f32, cpu-bf16, cuda)");

@@ -60,7 +60,7 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
 
   if (hooks.taps && !exec.set_taps(hooks.taps))
     fail(ErrorKind::kUnsupported, "the ", exec.name(),
-         " executor cannot record named taps (its forward pass is separate code); use --backend ref, cpu-f32 or cpu");
+         " executor cannot record named taps; use --backend ref, cpu-f32 or cpu");
   // The executor never keeps the caller's taps past this call, also when it throws.
   struct TapsReset {
     model::Executor& e;
