@@ -19,6 +19,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
+#include "random_weights.h"
 
 namespace locr::kernels {
 namespace {
@@ -48,33 +49,8 @@ std::string backend_name(const testing::TestParamInfo<Backend>& info) {
   return s;
 }
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-// A weight matrix of the given dtype with random values; `storage` keeps the bytes alive.
-Matrix make_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
-  const auto f = random_vec(static_cast<size_t>(rows * cols), seed, -scale, scale);
-  Matrix m;
-  m.dtype = dt;
-  m.rows = rows;
-  m.cols = cols;
-  if (dt == DType::kF32) {
-    auto buf = std::make_shared<std::vector<float>>(f);
-    m.data = buf->data();
-    m.holder = buf;
-  } else {
-    auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
-    for (size_t i = 0; i < f.size(); ++i) (*buf)[i] = dt == DType::kBF16 ? f32_to_bf16(f[i]) : f32_to_f16(f[i]);
-    m.data = buf->data();
-    m.holder = buf;
-  }
-  return m;
-}
+using testing_util::make_matrix;
+using testing_util::random_vec;
 
 class CpuOpsTest : public testing::TestWithParam<Backend> {
  protected:

@@ -28,6 +28,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/devices.h"
 #include "kernels/ops.h"
+#include "random_weights.h"
 
 namespace locr::kernels {
 namespace {
@@ -55,28 +56,8 @@ std::string param_name(const testing::TestParamInfo<BackendCase>& info) {
   return s;
 }
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-Matrix host_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed) {
-  const auto f = random_vec(static_cast<size_t>(rows * cols), seed);
-  Matrix m;
-  m.dtype = dt, m.rows = rows, m.cols = cols;
-  if (dt == DType::kF32) {
-    auto buf = std::make_shared<std::vector<float>>(f);
-    m.data = buf->data(), m.holder = buf;
-  } else {
-    auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
-    for (size_t i = 0; i < f.size(); ++i) (*buf)[i] = dt == DType::kBF16 ? f32_to_bf16(f[i]) : f32_to_f16(f[i]);
-    m.data = buf->data(), m.holder = buf;
-  }
-  return m;
-}
+using testing_util::make_matrix;
+using testing_util::random_vec;
 
 // A buffer in a backend's memory.
 template <class T>
@@ -118,7 +99,7 @@ OP_CASE(matmul, awkward_shapes_every_weight_dtype) {
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
     for (int64_t M : {1, 3, 17}) {
       const int64_t N = 37, K = 67;
-      Matrix w = host_matrix(dt, N, K, 11 + static_cast<uint32_t>(M));
+      Matrix w = make_matrix(dt, N, K, 11 + static_cast<uint32_t>(M));
       Matrix wr = w;
       ops.prepare(w);
       const auto x = random_vec(static_cast<size_t>(M * K), 5);
@@ -135,7 +116,7 @@ OP_CASE(matmul, awkward_shapes_every_weight_dtype) {
 
 OP_CASE(rms_norm, rows_and_in_place) {
   const int64_t rows = 5, dim = 67;
-  Matrix w = host_matrix(DType::kBF16, 1, dim, 3);
+  Matrix w = make_matrix(DType::kBF16, 1, dim, 3);
   const auto x = random_vec(static_cast<size_t>(rows * dim), 4, -3, 3);
   Buf<float> xb(ops, x), yb(ops, x.size());
   ops.rms_norm(xb.get(), w, 1e-6f, rows, dim, yb.get());
@@ -211,7 +192,7 @@ OP_CASE(attention, contiguous_gqa_causal_and_not) {
 });
 
 OP_CASE(embed, bf16_table) {
-  Matrix t = host_matrix(DType::kBF16, 50, 67, 18);
+  Matrix t = make_matrix(DType::kBF16, 50, 67, 18);
   const std::vector<int32_t> ids{3, 0, 49, 3, 17, 8, 22};
   Buf<int32_t> ib(ops, ids);
   Buf<float> ob(ops, ids.size() * 67);
@@ -223,7 +204,7 @@ OP_CASE(embed, bf16_table) {
 
 OP_CASE(add_rms_norm, residual_and_norm) {
   const int64_t rows = 5, dim = 67;
-  Matrix w = host_matrix(DType::kBF16, 1, dim, 19);
+  Matrix w = make_matrix(DType::kBF16, 1, dim, 19);
   const auto x = random_vec(static_cast<size_t>(rows * dim), 20), d = random_vec(x.size(), 21);
   Buf<float> xb(ops, x), db(ops, d), yb(ops, x.size());
   ops.add_rms_norm(xb.get(), db.get(), w, 1e-6f, rows, dim, yb.get());

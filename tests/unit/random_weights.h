@@ -1,0 +1,43 @@
+// Random inputs and weight matrices for the kernel tests (cpu_ops_test.cc, op_table_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/ops.h"
+
+namespace locr::kernels::testing_util {
+
+inline std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A host weight matrix of dtype F32, BF16 or F16 with values uniform in [-scale, scale]; its
+// holder keeps the bytes alive.
+inline Matrix make_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
+  const auto f = random_vec(static_cast<size_t>(rows * cols), seed, -scale, scale);
+  Matrix m;
+  m.dtype = dt;
+  m.rows = rows;
+  m.cols = cols;
+  if (dt == DType::kF32) {
+    auto buf = std::make_shared<std::vector<float>>(f);
+    m.data = buf->data();
+    m.holder = buf;
+  } else {
+    auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
+    for (size_t i = 0; i < f.size(); ++i) (*buf)[i] = dt == DType::kBF16 ? f32_to_bf16(f[i]) : f32_to_f16(f[i]);
+    m.data = buf->data();
+    m.holder = buf;
+  }
+  return m;
+}
+
+}  // namespace locr::kernels::testing_util
