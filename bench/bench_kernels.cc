@@ -94,7 +94,7 @@ void BM_Gemm(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
   std::vector<float> y(static_cast<size_t>(M * N));
   const CpuClock clock;
   for (auto _ : st) {
-    ops->matmul(x.data(), M, w, y.data());
+    ops->matmul(ops->f32(x.data(), M, K), w, ops->f32(y.data(), M, N));
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();
@@ -114,7 +114,7 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
   const CpuClock clock;
   size_t i = 0;
   for (auto _ : st) {
-    ops->matmul(x.data(), M, ws[i++ % ws.size()], y.data());
+    ops->matmul(ops->f32(x.data(), M, K), ws[i++ % ws.size()], ops->f32(y.data(), M, N));
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();
@@ -232,16 +232,22 @@ void BM_Attention(benchmark::State& st, std::string backend, int64_t n_q, int64_
   }
   const CpuClock clock;
   size_t i = 0;
+  const int64_t kv_rows = table.empty() ? n_kv : static_cast<int64_t>(table.size()) * 16;
+  auto kv_view = [&](const void* data, locr::DType dt) {
+    return locr::kernels::View(const_cast<void*>(data), dt, locr::kernels::Memory::kHost, kv_rows, p.kv_stride);
+  };
+  const auto qv = ops->f32(q.data(), n_q, p.q_stride), ov = ops->f32(out.data(), n_q, p.out_stride);
   for (auto _ : st) {
     const size_t c = i++ % ks.size();
     if (kv_fp8) {
       p.k_scale = kscale[c].data();
       p.v_scale = vscale[c].data();
-      ops->attention(q.data(), ks8[c].data(), vs8[c].data(), out.data(), p);
+      ops->attention(qv, kv_view(ks8[c].data(), kv), kv_view(vs8[c].data(), kv), ov, p);
     } else if (kv_bf16)
-      ops->attention(q.data(), ks16[c].data(), vs16[c].data(), out.data(), p);
+      ops->attention(qv, kv_view(ks16[c].data(), locr::DType::kBF16), kv_view(vs16[c].data(), locr::DType::kBF16), ov,
+                     p);
     else
-      ops->attention(q.data(), ks[c].data(), vs[c].data(), out.data(), p);
+      ops->attention(qv, kv_view(ks[c].data(), locr::DType::kF32), kv_view(vs[c].data(), locr::DType::kF32), ov, p);
     benchmark::DoNotOptimize(out.data());
   }
   const double cpu_s = clock.elapsed();
@@ -265,7 +271,7 @@ void BM_Gelu(benchmark::State& st, std::string backend, int64_t n) {
     std::memcpy(x.data(), x0.data(), x.size() * sizeof(float));
     const CpuClock clock;
     st.ResumeTiming();
-    ops->gelu(x.data(), n);
+    ops->gelu(ops->f32(x.data(), 1, n));
     benchmark::DoNotOptimize(x.data());
     cpu_s += clock.elapsed();
   }
@@ -278,7 +284,7 @@ void BM_SiluMul(benchmark::State& st, std::string backend, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
   const CpuClock clock;
   for (auto _ : st) {
-    ops->silu_mul(g.data(), u.data(), out.data(), n);
+    ops->silu_mul(ops->f32(g.data(), 1, n), ops->f32(u.data(), 1, n), ops->f32(out.data(), 1, n));
     benchmark::DoNotOptimize(out.data());
   }
   const double cpu_s = clock.elapsed();

@@ -3,22 +3,26 @@
 //   cpu/  fast CPU kernels, per-ISA, chosen once at start-up
 //   cuda/ NVIDIA GPUs
 //
-// Conventions: activations are F32, row-major, contiguous unless a stride is given. Weights stay
-// in their checkpoint dtype (F32, BF16 or F16) as `Matrix` views; a backend may attach a packed
-// copy once at load (`prepare`). Kernels never throw; broken invariants abort via LOCR_CHECK.
-// Memory: every activation, KV and step-input pointer handed to an op lives in the backend's own
-// memory (`alloc`): host memory for ref/cpu, device memory for CUDA. The model allocates through
-// `alloc` and copies through `to_host` / `from_host`, so the same forward runs on every backend.
-// Ops with a default here (kv_store, paged_attention, add_rms_norm, patch_merge) are composed of
-// the primitive ops or run on the host; a device backend overrides them.
+// Conventions: ops read and write strided 2-D views (kernels/view.h) of activations in the
+// backend's own memory (`alloc`: host memory for ref/cpu, device memory for CUDA); the model
+// allocates through `alloc` and copies through `to_host` / `from_host`, so the same forward runs
+// on every backend. Activations are F32. Weights stay in their checkpoint dtype (F32, BF16, F16 or
+// a GGUF block type) as `Matrix` views; how a backend lays them out (packed panels, a stack fused
+// into one GEMM, a device copy) it decides once at load (`prepare`, `prepare_stack`). Each public
+// op checks its contract (dtypes, shapes, strides, memory kind) and aborts with the broken rule via
+// LOCR_CHECK; kernels never throw. Fused and batched ops (add_rms_norm, kv_store, paged_attention,
+// patch_merge) have defaults composed of the primitives or run on the host; a device backend
+// overrides them.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "kernels/view.h"
 
 namespace locr::kernels {
 
@@ -35,6 +39,8 @@ struct Matrix {
   float at(int64_t r, int64_t c) const;
 };
 
+// Attention's parameters. Ops::attention fills n_q, q_stride, kv_stride, out_stride and kv_dtype
+// from its views; the backends' run_attention reads them all.
 struct AttentionParams {
   int64_t n_q = 0;           // query rows
   int64_t n_kv = 0;          // key/value rows
@@ -74,6 +80,7 @@ struct KvLayer {
   float* k_scale = nullptr;  // F8_E4M3 only: [rows, n_kv_heads]
   float* v_scale = nullptr;
   int64_t n_kv_heads = 0, head_dim = 0;
+  int64_t rows = 0;  // pool rows (blocks x block size)
   int64_t width() const { return n_kv_heads * head_dim; }
 };
 
@@ -97,6 +104,20 @@ struct PagedBatch {
   int64_t max_seq_len = 0;  // longest seq_lens entry (device split-K sizing)
 };
 
+// Weights that read the same input, stacked along their output rows (q/k/v, gate/up): one
+// y[M, N_0 + N_1 + ...] = x · [W_0; W_1; ...]^T, part i's columns after part i-1's. How they are laid
+// out is the backend's decision, made once at load by Ops::prepare_stack: one fused weight (one GEMM;
+// `fused` then has rows = the parts' sum) or the parts as they are (a GEMM each into its columns).
+struct StackedMatrix {
+  std::vector<Matrix> parts;
+  Matrix fused;  // rows == 0: not fused
+
+  int64_t rows() const;  // sum of the parts' rows
+  int64_t cols() const;
+};
+
+// The interface. The public members check each call's contract (dtype, shapes, strides, memory
+// kind of the views) and dispatch to the backend's private run_* members, which may assume it.
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -104,40 +125,23 @@ class Ops {
 
   // Optional: attach a packed copy of a weight for faster matmul. Default does nothing.
   virtual void prepare(Matrix& w) {}
+  // Lays out a stack (StackedMatrix) once at load. Default: prepare() each part, no fusion.
+  virtual void prepare_stack(StackedMatrix& w);
 
   // Element type this backend wants the decoder's KV cache in (attention reads it as given by
-  // AttentionParams::kv_dtype). F32 unless the backend computes in BF16 anyway.
+  // the KV views' dtype). F32 unless the backend computes in BF16 anyway.
   virtual DType kv_dtype() const { return DType::kF32; }
-
-  // y[M, N] = x[M, K] · W[N, K]^T.  x row stride K, y row stride N.
-  virtual void matmul(const float* x, int64_t M, const Matrix& w, float* y) = 0;
-
-  // y[r] = (x[r] / sqrt(mean(x[r]^2) + eps)) * w, for `rows` rows of length `dim` (w: [1, dim]).
-  // x and y may alias.
-  virtual void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) = 0;
-
-  // Rotate-half RoPE in place on `rows` rows of `n_heads` heads of `head_dim` (row stride `stride`):
-  // for d < head_dim/2: (x[d], x[d+half]) rotated by angle a[r][d], given as cos/sin tables
-  // [rows, head_dim/2].
-  virtual void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride,
-                    const float* cos, const float* sin) = 0;
-
-  // out[i] = silu(gate[i]) * up[i]  (n elements; out may alias gate).
-  virtual void silu_mul(const float* gate, const float* up, float* out, int64_t n) = 0;
-  // In place exact (erf) GELU.
-  virtual void gelu(float* x, int64_t n) = 0;
-  // y[i] += x[i]
-  virtual void add(float* y, const float* x, int64_t n) = 0;
-
-  // out = softmax(q k^T * scale [+ causal mask]) v per head; softmax in f32. k and v hold
-  // p.kv_dtype elements (F32, BF16, or F8_E4M3 with p.k_scale / p.v_scale; the CPU backends).
-  virtual void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) = 0;
-
-  // out[i, :] = table[ids[i], :] converted to f32.
-  virtual void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) = 0;
 
   // ---- Memory of this backend (host for ref/cpu) ----
   virtual bool host_memory() const { return true; }
+  Memory memory() const { return host_memory() ? Memory::kHost : Memory::kDevice; }
+  // A view of `rows` x `cols` F32 at p (this backend's memory), row stride `stride` (< 0: cols).
+  // Views do not carry const: an op writes only the views its contract names as outputs.
+  View f32(const float* p, int64_t rows, int64_t cols, int64_t stride = -1) const {
+    return View(const_cast<float*>(p), DType::kF32, memory(), rows, cols, stride);
+  }
+  // n int32 (token ids, KV slots) at p as a [1, n] view.
+  View i32(const int32_t* p, int64_t n) const { return View(const_cast<int32_t*>(p), DType::kI32, memory(), 1, n); }
   // `bytes` of backend memory, 64-byte aligned; contents undefined (host: committed on first touch).
   virtual std::shared_ptr<void> alloc(size_t bytes);
   virtual void to_host(void* host_dst, const void* src, size_t bytes);
@@ -148,25 +152,66 @@ class Ops {
   // graph) before the count last changed points at freed memory.
   virtual uint64_t scratch_generation() const { return 0; }
 
-  // ---- Fused and batched ops (defaults: the primitive ops above, or host loops) ----
-  // x[r] += delta[r]; y[r] = rms_norm(x[r]) * w (rows of dim; x, delta contiguous).
-  virtual void add_rms_norm(float* x, const float* delta, const Matrix& w, float eps, int64_t rows, int64_t dim,
-                            float* y);
-  // Stores rows r < n of k and v (F32, row stride `stride`) into pool rows slots[r] of `kv`,
-  // rounding to nearest even (BF16), or to E4M3 with each head's scale amax / 448 (F8_E4M3).
-  virtual void kv_store(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
-                        const KvLayer& kv);
-  // Causal attention of every sequence of `b` against its paged keys/values in `kv`:
-  // q [rows, q_stride] -> out [rows, out_stride] (rows = b.host_cu_q[b.n_seqs]).
-  virtual void paged_attention(const float* q, int64_t q_stride, const KvLayer& kv, const PagedBatch& b,
-                               int64_t n_heads, float scale, float* out, int64_t out_stride);
-  // The projector's channel-major m x m merge of one image (model::patch_merge).
-  virtual void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out);
+  // ---- Ops. Views are F32 unless said; "strided" = any row stride, else contiguous. ----
+  // y[M, N] = x[M, K] · W[N, K]^T (x, y strided).
+  void matmul(const View& x, const Matrix& w, const View& y);
+  // The same over a stack: y[M, w.rows()] (x, y strided).
+  void matmul(const View& x, const StackedMatrix& w, const View& y);
+  // Each group of dim = w's length of each row: y = x / sqrt(mean(x^2) + eps) * w. x, y [rows,
+  // cols] strided with cols a multiple of dim (one group per row, or one per head: q_norm over
+  // [T, heads * head_dim]). x and y may be the same view.
+  void rms_norm(const View& x, const Matrix& w, float eps, const View& y);
+  // Rotate-half RoPE in place on x [rows, n_heads * head_dim] (strided): for d < head_dim/2,
+  // (x[d], x[d+half]) of each head rotated by the angle of cos/sin [rows, head_dim/2] (contiguous).
+  void rope(const View& x, const View& cos, const View& sin);
+  // out = silu(gate) * up, all [rows, n] strided; out may be gate.
+  void silu_mul(const View& gate, const View& up, const View& out);
+  // In place exact (erf) GELU (contiguous).
+  void gelu(const View& x);
+  // y += x (same shape, contiguous).
+  void add(const View& y, const View& x);
+  // out = softmax(q k^T * p.scale [+ causal mask]) v per head, softmax in f32: q [n_q, heads *
+  // head_dim] and out strided F32; k and v [rows, kv_heads * head_dim] strided, of one dtype: F32,
+  // BF16, or F8_E4M3 with p.k_scale / p.v_scale. With p.block_table, k/v rows are a paged pool.
+  // p.n_q, q_stride, kv_stride, out_stride and kv_dtype are taken from the views.
+  void attention(const View& q, const View& k, const View& v, const View& out, const AttentionParams& p);
+  // out[i, :] = table[ids[i], :] as f32; ids [1, n] I32 (this backend's memory), out [n, cols].
+  void embed(const Matrix& table, const View& ids, const View& out);
+  // x += delta; y = rms_norm(x) * w (one group per row; x, delta, y contiguous [rows, dim]).
+  void add_rms_norm(const View& x, const View& delta, const Matrix& w, float eps, const View& y);
+  // Stores row r of k and v [n, kv.width()] (strided) into pool row slots[r] of `kv` (slots [1, n]
+  // I32), rounding to nearest even (BF16), or to E4M3 with each head's scale amax / 448 (F8_E4M3).
+  void kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv);
+  // Causal attention of every sequence of `b` against its paged keys/values in `kv`: q [rows,
+  // heads * head_dim] strided -> out (same shape, strided), rows = b.host_cu_q[b.n_seqs].
+  void paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale, const View& out);
+  // The projector's channel-major m x m merge of one image (model::patch_merge): in [grid_h *
+  // grid_w, d] -> out [(grid_h / m) * (grid_w / m), d * m * m] (integer division), both contiguous.
+  void patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out);
+
+ private:
+  // The backends' kernels, called after the public member checked the contract.
+  virtual void run_matmul(const View& x, const Matrix& w, const View& y) = 0;
+  virtual void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) = 0;
+  virtual void run_rope(const View& x, const View& cos, const View& sin) = 0;
+  virtual void run_silu_mul(const View& gate, const View& up, const View& out) = 0;
+  virtual void run_gelu(const View& x) = 0;
+  virtual void run_add(const View& y, const View& x) = 0;
+  virtual void run_attention(const View& q, const View& k, const View& v, const View& out,
+                             const AttentionParams& p) = 0;
+  virtual void run_embed(const Matrix& table, const View& ids, const View& out) = 0;
+  // Fused and batched ops. Defaults: the primitive ops in the order the model used them before
+  // these existed (so the CPU backends' results are those of the primitives), or host loops.
+  virtual void run_add_rms_norm(const View& x, const View& delta, const Matrix& w, float eps, const View& y);
+  virtual void run_kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv);
+  virtual void run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale,
+                                   const View& out);
+  virtual void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out);
 };
 
 // Host implementations behind the defaults (also the oracles the device versions are tested against).
-void kv_store_host(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
-                   const KvLayer& kv);
+void kv_store_host(const float* k, int64_t k_stride, const float* v, int64_t v_stride, const int32_t* slots,
+                   int64_t n, const KvLayer& kv);
 void patch_merge_host(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out);
 
 // "ref" (scalar oracle), "cpu" / "cpu-bf16" / "cpu-f32" (fast, best ISA of this machine), or

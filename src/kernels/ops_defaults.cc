@@ -29,45 +29,39 @@ void Ops::from_host(void* dst, const void* host_src, size_t bytes) {
   if (bytes) std::memcpy(dst, host_src, bytes);
 }
 
-void Ops::add_rms_norm(float* x, const float* delta, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) {
-  add(x, delta, rows * dim);
-  rms_norm(x, w, eps, rows, dim, y);
+void Ops::run_add_rms_norm(const View& x, const View& delta, const Matrix& w, float eps, const View& y) {
+  add(x, delta);
+  rms_norm(x, w, eps, y);
 }
 
-void Ops::kv_store(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
-                   const KvLayer& kv) {
-  kv_store_host(k, v, stride, slots, n, kv);
+void Ops::run_kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv) {
+  kv_store_host(k.f32(), k.stride, v.f32(), v.stride, slots.as<const int32_t>(), k.rows, kv);
 }
 
-void Ops::paged_attention(const float* q, int64_t q_stride, const KvLayer& kv, const PagedBatch& b,
-                          int64_t n_heads, float scale, float* out, int64_t out_stride) {
-  LOCR_CHECK(b.host_cu_q && b.host_seq_lens && b.host_tables, "paged attention without host step arrays");
+void Ops::run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale, const View& out) {
+  const View k(kv.k, kv.dtype, memory(), kv.rows, kv.width());
+  const View v(kv.v, kv.dtype, memory(), kv.rows, kv.width());
   for (int64_t i = 0; i < b.n_seqs; ++i) {
     const int64_t row = b.host_cu_q[i], n_new = b.host_cu_q[i + 1] - row;
     if (n_new <= 0) continue;
     AttentionParams ap;
-    ap.n_q = n_new;
     ap.n_kv = b.host_seq_lens[i];
-    ap.n_heads = n_heads;
+    ap.n_heads = q.cols / kv.head_dim;
     ap.n_kv_heads = kv.n_kv_heads;
     ap.head_dim = kv.head_dim;
-    ap.q_stride = q_stride;
-    ap.kv_stride = kv.width();
-    ap.out_stride = out_stride;
     ap.scale = scale;
     ap.causal = true;
     ap.q_offset = ap.n_kv - n_new;
     ap.block_table = b.host_tables + i * b.max_blocks;
     ap.block_size = b.block_size;
-    ap.kv_dtype = kv.dtype;
     ap.k_scale = kv.k_scale;
     ap.v_scale = kv.v_scale;
-    attention(q + row * q_stride, kv.k, kv.v, out + row * out_stride, ap);
+    attention(q.rows_range(row, n_new), k, v, out.rows_range(row, n_new), ap);
   }
 }
 
-void Ops::patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) {
-  patch_merge_host(in, grid_h, grid_w, d, m, out);
+void Ops::run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out) {
+  patch_merge_host(in.f32(), grid_h, grid_w, in.cols, m, out.f32());
 }
 
 namespace {
@@ -92,13 +86,15 @@ void store_fp8_head(const float* x, int64_t n, uint8_t* q, float* scale) {
 
 }  // namespace
 
-void kv_store_host(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
-                   const KvLayer& kv) {
+void kv_store_host(const float* k, int64_t k_stride, const float* v, int64_t v_stride, const int32_t* slots,
+                   int64_t n, const KvLayer& kv) {
   const int64_t width = kv.width(), nkv = kv.n_kv_heads, hd = kv.head_dim;
   for (int64_t r = 0; r < n; ++r) {
-    const float* kr = k + r * stride;
-    const float* vr = v + r * stride;
+    const float* kr = k + r * k_stride;
+    const float* vr = v + r * v_stride;
     const int64_t slot = slots[r];
+    LOCR_CHECK(slot >= 0 && slot < kv.rows, "KV slot ", slot, " outside the pool of ", kv.rows,
+               " rows");
     switch (kv.dtype) {
       case DType::kF32:
         std::memcpy(static_cast<float*>(kv.k) + slot * width, kr, width * sizeof(float));

@@ -30,26 +30,6 @@ json token_string(const json& v) {
   return nullptr;
 }
 
-// Lets the backend pack every matmul weight once (the embedding table is only gathered from; the
-// LM head is packed even when it shares the embedding's storage).
-// Once a weight is packed, the backend never reads the checkpoint's pages of it again: hand them
-// back to the kernel so resident memory holds one copy of the weights, not two. (The embedding
-// table is gathered from row by row; its pages come back on demand.)
-void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
-  auto prep = [&](Matrix& m) {
-    ops.prepare(m);
-    if (m.packed && m.data) io::release_pages(m.data, static_cast<size_t>(m.rows * m.cols) * dtype_size(m.dtype));
-  };
-  for (auto& L : w.text.layers)
-    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) prep(*m);
-  prep(w.text.lm_head);
-  if (!w.has_vision) return;
-  prep(w.vision.patch_conv);
-  for (auto& L : w.vision.layers)
-    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) prep(*m);
-  for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) prep(*m);
-}
-
 }  // namespace
 
 ProcessorConfig load_processor_config(const std::string& dir, int align) {

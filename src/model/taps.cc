@@ -119,15 +119,24 @@ void Taps::record(const char* scope, int layer, const char* site, const float* d
   b->v.insert(b->v.end(), data, data + rows * cols);
 }
 
-void Taps::record(kernels::Ops& ops, const char* scope, int layer, const char* site, const float* data, int64_t rows,
-                  int64_t cols) {
-  Buf* b = find(scope, layer, site, cols);
+void Taps::record(kernels::Ops& ops, const char* scope, int layer, const char* site, const kernels::View& x) {
+  Buf* b = find(scope, layer, site, x.cols);
   if (!b) return;
+  LOCR_CHECK(x.dtype == DType::kF32, "tap of ", x.describe());
+  const int64_t rows = x.rows, cols = x.cols;
   b->cols = cols;
   b->rows += rows;
   const size_t at = b->v.size();
   b->v.resize(at + static_cast<size_t>(rows * cols));
-  ops.to_host(b->v.data() + at, data, static_cast<size_t>(rows * cols) * sizeof(float));
+  if (x.contiguous()) {
+    ops.to_host(b->v.data() + at, x.data, static_cast<size_t>(rows * cols) * sizeof(float));
+    return;
+  }
+  // A column range of a wider buffer: the whole span in one copy, then its rows.
+  std::vector<float> span(static_cast<size_t>(x.span()));
+  ops.to_host(span.data(), x.data, span.size() * sizeof(float));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(span.data() + r * x.stride, cols, b->v.data() + at + static_cast<size_t>(r * cols));
 }
 
 std::vector<std::string> Taps::missing() const {

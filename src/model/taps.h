@@ -52,9 +52,8 @@ class Taps {
   bool wants(const std::string& name) const { return data_.count(name) != 0; }
   // The model's hook: copies rows x cols F32 when "<scope>[.<layer>].<site>" was selected.
   void record(const char* scope, int layer, const char* site, const float* data, int64_t rows, int64_t cols);
-  // The same for data in the memory of `ops`' backend (copied with Ops::to_host; only when selected).
-  void record(kernels::Ops& ops, const char* scope, int layer, const char* site, const float* data, int64_t rows,
-              int64_t cols);
+  // The same for a view in the memory of `ops`' backend (copied with Ops::to_host; only when selected).
+  void record(kernels::Ops& ops, const char* scope, int layer, const char* site, const kernels::View& x);
 
   // Selected names in the order of `known`.
   const std::vector<std::string>& selected() const { return order_; }
@@ -80,9 +79,8 @@ inline void tap(Taps* t, const char* scope, int layer, const char* site, const f
   if (t) t->record(scope, layer, site, data, rows, cols);
 }
 
-inline void tap(Taps* t, kernels::Ops& ops, const char* scope, int layer, const char* site, const float* data,
-                int64_t rows, int64_t cols) {
-  if (t) t->record(ops, scope, layer, site, data, rows, cols);
+inline void tap(Taps* t, kernels::Ops& ops, const char* scope, int layer, const char* site, const kernels::View& x) {
+  if (t) t->record(ops, scope, layer, site, x);
 }
 
 // Every tap name of a model, in forward order (vision ones only when `vision`).

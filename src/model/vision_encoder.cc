@@ -20,6 +20,15 @@ Tensor backend_tensor(kernels::Ops& ops, int64_t rows, int64_t cols) {
   return Tensor(DType::kF32, {rows, cols}, data, std::move(p));
 }
 
+namespace {
+
+// A 2-D F32 tensor of backend memory as a view for the ops.
+kernels::View view_of(kernels::Ops& ops, const Tensor& t) {
+  return ops.f32(t.data<float>(), t.dim(0), t.dim(1));
+}
+
+}  // namespace
+
 VisionState VisionEncoder::begin(const float* patches, const std::vector<ImageGrid>& grids, Taps* taps) const {
   const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim;
   const int64_t P = static_cast<int64_t>(w_.patch_conv.cols);
@@ -45,10 +54,11 @@ VisionState VisionEncoder::begin(const float* patches, const std::vector<ImageGr
     patches = dev_patches.data<float>();
   }
   s.x = backend_tensor(ops_, N, V);
-  ops_.matmul(patches, N, w_.patch_conv, s.x.data<float>());
-  tap(taps, ops_, "vision", -1, "patch_embed", s.x.data<float>(), N, V);
-  ops_.rms_norm(s.x.data<float>(), w_.ln_pre, cfg_.norm_eps, N, V, s.x.data<float>());
-  tap(taps, ops_, "vision", -1, "ln_pre", s.x.data<float>(), N, V);
+  const kernels::View x = view_of(ops_, s.x);
+  ops_.matmul(ops_.f32(patches, N, P), w_.patch_conv, x);
+  tap(taps, ops_, "vision", -1, "patch_embed", x);
+  ops_.rms_norm(x, w_.ln_pre, cfg_.norm_eps, x);
+  tap(taps, ops_, "vision", -1, "ln_pre", x);
   ops_.synchronize();  // the host sources of the copies above go out of scope
   return s;
 }
@@ -59,58 +69,55 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
   const int64_t N = s.n_patches();
   const int end = std::min(cfg_.num_hidden_layers, s.next_layer + n_layers);
   if (s.next_layer >= end) return;
-  float* x = s.x.data<float>();
-  Tensor h = backend_tensor(ops_, N, V);
-  Tensor q = backend_tensor(ops_, N, A);
-  Tensor k = backend_tensor(ops_, N, A);
-  Tensor v = backend_tensor(ops_, N, A);
-  Tensor attn = backend_tensor(ops_, N, A);
-  Tensor gate = backend_tensor(ops_, N, I);
-  Tensor up = backend_tensor(ops_, N, I);
-  const float* cos = s.cos.data<float>();
-  const float* sin = s.sin.data<float>();
+  const kernels::View x = view_of(ops_, s.x);
+  Tensor h_buf = backend_tensor(ops_, N, V), qkv_buf = backend_tensor(ops_, N, 3 * A);
+  Tensor attn_buf = backend_tensor(ops_, N, A), gate_up_buf = backend_tensor(ops_, N, 2 * I);
+  const kernels::View h = view_of(ops_, h_buf);                  // normed input, then projections
+  const kernels::View qkv = view_of(ops_, qkv_buf);              // [q | k | v] of each patch
+  const kernels::View q = qkv.cols_range(0, A), k = qkv.cols_range(A, A), v = qkv.cols_range(2 * A, A);
+  const kernels::View attn = view_of(ops_, attn_buf);
+  const kernels::View gate_up = view_of(ops_, gate_up_buf);      // [gate | up] of each patch
+  const kernels::View gate = gate_up.cols_range(0, I), up = gate_up.cols_range(I, I);
+  const kernels::View cos = view_of(ops_, s.cos), sin = view_of(ops_, s.sin);
+  auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
 
   for (int l = s.next_layer; l < end; ++l) {
     const VisionLayerWeights& L = w_.layers[l];
-    ops_.rms_norm(x, L.attention_norm, cfg_.norm_eps, N, V, h.data<float>());
-    tap(taps, ops_, "vision", l, "attn_norm", h.data<float>(), N, V);
-    ops_.matmul(h.data<float>(), N, L.q_proj, q.data<float>());
-    ops_.matmul(h.data<float>(), N, L.k_proj, k.data<float>());
-    ops_.matmul(h.data<float>(), N, L.v_proj, v.data<float>());
-    ops_.rope(q.data<float>(), N, nh, hd, A, cos, sin);
-    ops_.rope(k.data<float>(), N, nh, hd, A, cos, sin);
-    tap(taps, ops_, "vision", l, "q", q.data<float>(), N, A);
-    tap(taps, ops_, "vision", l, "k", k.data<float>(), N, A);
-    tap(taps, ops_, "vision", l, "v", v.data<float>(), N, A);
+    ops_.rms_norm(x, L.attention_norm, cfg_.norm_eps, h);
+    emit(l, "attn_norm", h);
+    ops_.matmul(h, L.qkv, qkv);
+    ops_.rope(q, cos, sin);
+    ops_.rope(k, cos, sin);
+    emit(l, "q", q);
+    emit(l, "k", k);
+    emit(l, "v", v);
     int64_t off = 0;
     for (const auto& g : s.grids) {  // bidirectional attention within each image
       kernels::AttentionParams ap;
-      ap.n_q = ap.n_kv = g.n_patches();
+      ap.n_kv = g.n_patches();
       ap.n_heads = ap.n_kv_heads = nh;
       ap.head_dim = hd;
-      ap.q_stride = ap.kv_stride = ap.out_stride = A;
       ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
       ap.causal = false;
-      ops_.attention(q.data<float>() + off * A, k.data<float>() + off * A, v.data<float>() + off * A,
-                     attn.data<float>() + off * A, ap);
-      off += g.n_patches();
+      const int64_t n = g.n_patches();
+      ops_.attention(q.rows_range(off, n), k.rows_range(off, n), v.rows_range(off, n), attn.rows_range(off, n), ap);
+      off += n;
     }
-    tap(taps, ops_, "vision", l, "attn_out", attn.data<float>(), N, A);
-    ops_.matmul(attn.data<float>(), N, L.o_proj, h.data<float>());
-    tap(taps, ops_, "vision", l, "attn_proj", h.data<float>(), N, V);
-    ops_.add(x, h.data<float>(), N * V);
-    tap(taps, ops_, "vision", l, "post_attn", x, N, V);
+    emit(l, "attn_out", attn);
+    ops_.matmul(attn, L.o_proj, h);
+    emit(l, "attn_proj", h);
+    ops_.add(x, h);
+    emit(l, "post_attn", x);
 
-    ops_.rms_norm(x, L.ffn_norm, cfg_.norm_eps, N, V, h.data<float>());
-    tap(taps, ops_, "vision", l, "ffn_norm", h.data<float>(), N, V);
-    ops_.matmul(h.data<float>(), N, L.gate_proj, gate.data<float>());
-    ops_.matmul(h.data<float>(), N, L.up_proj, up.data<float>());
-    ops_.silu_mul(gate.data<float>(), up.data<float>(), gate.data<float>(), N * I);
-    tap(taps, ops_, "vision", l, "mlp_act", gate.data<float>(), N, I);
-    ops_.matmul(gate.data<float>(), N, L.down_proj, h.data<float>());
-    tap(taps, ops_, "vision", l, "mlp_out", h.data<float>(), N, V);
-    ops_.add(x, h.data<float>(), N * V);
-    tap(taps, ops_, "vision", l, "out", x, N, V);
+    ops_.rms_norm(x, L.ffn_norm, cfg_.norm_eps, h);
+    emit(l, "ffn_norm", h);
+    ops_.matmul(h, L.gate_up, gate_up);
+    ops_.silu_mul(gate, up, gate);  // in place: the activation in the gate half
+    emit(l, "mlp_act", gate);
+    ops_.matmul(gate, L.down_proj, h);
+    emit(l, "mlp_out", h);
+    ops_.add(x, h);
+    emit(l, "out", x);
   }
   s.next_layer = end;
 }
@@ -126,29 +133,32 @@ Tensor Projector::forward(const Tensor& features, const std::vector<ImageGrid>& 
   int64_t M = 0;
   for (const auto& g : grids) M += static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
 
-  tap(taps, ops_, "projector", -1, "in", features.data<float>(), N, V);
+  auto emit = [&](const char* site, const kernels::View& t) { tap(taps, ops_, "projector", -1, site, t); };
+  const kernels::View in = ops_.f32(features.data<float>(), N, V);
+  emit("in", in);
   Tensor normed = backend_tensor(ops_, N, V);
-  ops_.rms_norm(features.data<float>(), w_.norm, cfg_.projector_norm_eps, N, V, normed.data<float>());
-  tap(taps, ops_, "projector", -1, "norm", normed.data<float>(), N, V);
+  ops_.rms_norm(in, w_.norm, cfg_.projector_norm_eps, view_of(ops_, normed));
+  emit("norm", view_of(ops_, normed));
   Tensor merged = backend_tensor(ops_, M, V * m * m);
   int64_t in_off = 0, out_off = 0;
   for (const auto& g : grids) {
-    ops_.patch_merge(normed.data<float>() + in_off * V, g.grid_h, g.grid_w, V, m,
-                merged.data<float>() + out_off * V * m * m);
-    in_off += g.n_patches();
-    out_off += static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
+    const int64_t n_in = g.n_patches(), n_out = static_cast<int64_t>(g.grid_h / m) * (g.grid_w / m);
+    ops_.patch_merge(view_of(ops_, normed).rows_range(in_off, n_in), g.grid_h, g.grid_w, m,
+                     view_of(ops_, merged).rows_range(out_off, n_out));
+    in_off += n_in;
+    out_off += n_out;
   }
-  tap(taps, ops_, "projector", -1, "merged", merged.data<float>(), M, V * m * m);
+  emit("merged", view_of(ops_, merged));
   Tensor y = backend_tensor(ops_, M, V);
-  ops_.matmul(merged.data<float>(), M, w_.merging_layer, y.data<float>());
-  tap(taps, ops_, "projector", -1, "merge_out", y.data<float>(), M, V);
+  ops_.matmul(view_of(ops_, merged), w_.merging_layer, view_of(ops_, y));
+  emit("merge_out", view_of(ops_, y));
   Tensor z = backend_tensor(ops_, M, H);
-  ops_.matmul(y.data<float>(), M, w_.linear_1, z.data<float>());
-  ops_.gelu(z.data<float>(), M * H);
-  tap(taps, ops_, "projector", -1, "act", z.data<float>(), M, H);
+  ops_.matmul(view_of(ops_, y), w_.linear_1, view_of(ops_, z));
+  ops_.gelu(view_of(ops_, z));
+  emit("act", view_of(ops_, z));
   Tensor out = backend_tensor(ops_, M, H);
-  ops_.matmul(z.data<float>(), M, w_.linear_2, out.data<float>());
-  tap(taps, ops_, "projector", -1, "out", out.data<float>(), M, H);
+  ops_.matmul(view_of(ops_, z), w_.linear_2, view_of(ops_, out));
+  emit("out", view_of(ops_, out));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "io/file.h"
 
 namespace locr::model {
 
@@ -133,6 +134,43 @@ ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg) 
   w.projector.linear_2 = b.get(pp + "linear_2.weight", {H, H});
   b.check_all_used();
   return w;
+}
+
+// Lets the backend lay out every matmul weight once: q/k/v and gate/up as stacks (one GEMM where
+// the backend fuses them), the rest packed one by one (the embedding table is only gathered from;
+// the LM head is packed even when it shares the embedding's storage).
+// Once a weight is packed, the backend never reads the checkpoint's pages of it again: hand them
+// back to the kernel so resident memory holds one copy of the weights, not two. (The embedding
+// table is gathered from row by row; its pages come back on demand.)
+void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
+  auto release = [](const Matrix& m) {
+    if (m.data) io::release_pages(m.data, static_cast<size_t>(dtype_row_bytes(m.dtype, m.cols) * m.rows));
+  };
+  auto prep = [&](Matrix& m) {
+    ops.prepare(m);
+    if (m.packed) release(m);
+  };
+  auto stack = [&](kernels::StackedMatrix& s, std::initializer_list<const Matrix*> parts) {
+    s.parts.clear();
+    for (const Matrix* m : parts) s.parts.push_back(*m);
+    ops.prepare_stack(s);
+    for (const Matrix& m : s.parts)
+      if (s.fused.rows > 0 || m.packed) release(m);
+  };
+  for (auto& L : w.text.layers) {
+    stack(L.qkv, {&L.q_proj, &L.k_proj, &L.v_proj});
+    stack(L.gate_up, {&L.gate_proj, &L.up_proj});
+    for (Matrix* m : {&L.o_proj, &L.down_proj}) prep(*m);
+  }
+  prep(w.text.lm_head);
+  if (!w.has_vision) return;
+  prep(w.vision.patch_conv);
+  for (auto& L : w.vision.layers) {
+    stack(L.qkv, {&L.q_proj, &L.k_proj, &L.v_proj});
+    stack(L.gate_up, {&L.gate_proj, &L.up_proj});
+    for (Matrix* m : {&L.o_proj, &L.down_proj}) prep(*m);
+  }
+  for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) prep(*m);
 }
 
 }  // namespace locr::model

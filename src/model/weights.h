@@ -26,6 +26,9 @@ struct TextLayerWeights {
   Matrix post_attention_layernorm;  // [1, hidden]
   Matrix gate_proj, up_proj;        // [intermediate, hidden]
   Matrix down_proj;                 // [hidden, intermediate]
+  // What the forward pass multiplies by: q/k/v and gate/up stacked, laid out by the backend at
+  // load (Ops::prepare_stack, in LightOnOcr::make_parts): [q; k; v] and [gate; up].
+  kernels::StackedMatrix qkv, gate_up;
 };
 
 struct TextWeights {
@@ -42,6 +45,7 @@ struct VisionLayerWeights {
   Matrix ffn_norm;                // [1, hidden]
   Matrix gate_proj, up_proj;      // [intermediate, hidden]
   Matrix down_proj;               // [hidden, intermediate]
+  kernels::StackedMatrix qkv, gate_up;  // as in TextLayerWeights
 };
 
 struct VisionWeights {
@@ -68,5 +72,10 @@ struct ModelWeights {
 // Error(kInvalidArgument) naming a wrong shape, with the expected shape in both cases, and
 // Error(kUnsupported) naming every checkpoint tensor that no code reads (never ignored).
 ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg);
+
+// Lets `ops` lay out every matmul weight once, before the model runs on it: the q/k/v and gate/up
+// stacks of each layer (Ops::prepare_stack), the other matmul weights (Ops::prepare). Checkpoint
+// pages of weights the backend copied are handed back to the kernel.
+void prepare_weights(ModelWeights& w, kernels::Ops& ops);
 
 }  // namespace locr::model

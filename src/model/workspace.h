@@ -18,6 +18,8 @@ class Workspace {
   explicit Workspace(kernels::Ops& ops) : ops_(ops) {}
   // Slot `slot`'s buffer with room for at least n floats.
   float* f32(int slot, int64_t n);
+  // The same as a contiguous F32 view [rows, cols].
+  kernels::View view(int slot, int64_t rows, int64_t cols) { return ops_.f32(f32(slot, rows * cols), rows, cols); }
   uint64_t generation() const { return generation_; }
   // Bytes held over all slots.
   int64_t bytes() const;

@@ -53,8 +53,9 @@ void run_case(const Case& c) {
     p.scale = scale;
     p.causal = c.causal;
     p.q_offset = c.len_k[i] - c.len_q[i];
-    ref->attention(q.data() + cu_q[i] * qs, k.data() + cu_k[i] * ks, v.data() + cu_k[i] * ks,
-                   want.data() + cu_q[i] * c.n_heads * hd, p);
+    const int64_t qw = c.n_heads * hd, kvw = c.n_kv_heads * hd;
+    ref->attention(ref->f32(q.data() + cu_q[i] * qs, p.n_q, qw, qs), ref->f32(k.data() + cu_k[i] * ks, p.n_kv, kvw, ks),
+                   ref->f32(v.data() + cu_k[i] * ks, p.n_kv, kvw, ks), ref->f32(want.data() + cu_q[i] * qw, p.n_q, qw), p);
   }
 
   Dev<uint16_t> dq(qb), dk(kb), dv(vb);

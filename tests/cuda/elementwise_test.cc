@@ -52,7 +52,7 @@ TEST(CudaElementwise, SiluMulMatchesRef) {
         gate[r * inter + i] = gu[r * 2 * inter + i];
         up[r * inter + i] = gu[r * 2 * inter + inter + i];
       }
-    ref->silu_mul(gate.data(), up.data(), want.data(), rows * inter);
+    ref->silu_mul(ref->f32(gate.data(), rows, inter), ref->f32(up.data(), rows, inter), ref->f32(want.data(), rows, inter));
     Dev<uint16_t> d(bits);
     Dev<uint16_t> out(rows * inter);
     silu_mul(d.get(), rows, inter, out.get(), nullptr);
@@ -67,7 +67,7 @@ TEST(CudaElementwise, GeluMatchesRef) {
   for (int64_t n : {1, 31, 33, 127, 129, 100003}) {
     std::vector<uint16_t> bits;
     std::vector<float> want = random_bf16(n, -10, 10, 11, &bits);
-    ref->gelu(want.data(), n);
+    ref->gelu(ref->f32(want.data(), 1, n));
     Dev<uint16_t> d(bits);
     gelu(d.get(), n, nullptr);
     const std::vector<float> got = to_f32(d.host());

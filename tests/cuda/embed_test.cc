@@ -19,7 +19,9 @@ TEST(CudaEmbed, EmbedMatchesRef) {
   t.cols = dim;
   t.data = tb.data();
   std::vector<float> want(ids.size() * dim);
-  make_ops("ref")->embed(t, ids.data(), static_cast<int64_t>(ids.size()), want.data());
+  const auto ref = make_ops("ref");
+  ref->embed(t, ref->i32(ids.data(), static_cast<int64_t>(ids.size())),
+             ref->f32(want.data(), static_cast<int64_t>(ids.size()), dim));
   Dev<uint16_t> dt(tb);
   Dev<int32_t> di(ids);
   Dev<float> out(static_cast<int64_t>(want.size()));

@@ -38,7 +38,10 @@ void run_case(const Shape& sh, bool y_bf16, bool accumulate, bool fallback = fal
   wm.cols = K;
   wm.data = w.data();
   std::vector<float> want(M * N);
-  if (M > 0) make_ops("ref")->matmul(x.data(), M, wm, want.data());
+  if (M > 0) {
+    const auto ref = make_ops("ref");
+    ref->matmul(ref->f32(x.data(), M, K), wm, ref->f32(want.data(), M, N));
+  }
   // Initial Y (used when accumulating), already representable in the output dtype.
   std::vector<float> y0 = random_f32(std::max<int64_t>(M * ldy, 1), -2, 2, 23);
   for (auto& v : y0) v = y_bf16 ? round_bf16(v) : v;

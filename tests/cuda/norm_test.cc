@@ -36,7 +36,7 @@ TEST(CudaNorm, RmsNormStridedMatchesRef) {
     std::vector<float> xd(rows * dim), want(rows * dim);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < dim; ++c) xd[r * dim + c] = x[r * xs + c];
-    ref->rms_norm(xd.data(), f32_vector(w), 1e-6f, rows, dim, want.data());
+    ref->rms_norm(ref->f32(xd.data(), rows, dim), f32_vector(w), 1e-6f, ref->f32(want.data(), rows, dim));
     Dev<float> dx(x);
     Dev<uint16_t> dw(wb), dy(rows * ys);
     rms_norm(dx.get(), xs, dw.get(), 1e-6f, rows, dim, dy.get(), ys, nullptr);
@@ -63,7 +63,7 @@ TEST(CudaNorm, AddRmsNormUpdatesResidual) {
       if (with_delta)
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < dim; ++c) x_new[r * dim + c] += delta[r * ds + c];
-      ref->rms_norm(x_new.data(), f32_vector(w), 1e-5f, rows, dim, want.data());
+      ref->rms_norm(ref->f32(x_new.data(), rows, dim), f32_vector(w), 1e-5f, ref->f32(want.data(), rows, dim));
       Dev<float> dx(x);
       Dev<uint16_t> dd(db), dw(wb), dy(rows * dim);
       add_rms_norm(dx.get(), with_delta ? dd.get() : nullptr, ds, dw.get(), 1e-5f, rows, dim, dy.get(), nullptr);
@@ -85,7 +85,8 @@ TEST(CudaNorm, HeadRmsNormInPlace) {
     std::vector<float> heads(c.rows * c.heads * c.hd), want(heads.size());
     for (int64_t r = 0; r < c.rows; ++r)
       for (int64_t i = 0; i < c.heads * c.hd; ++i) heads[r * c.heads * c.hd + i] = x[r * stride + i];
-    ref->rms_norm(heads.data(), f32_vector(w), 1e-6f, c.rows * c.heads, c.hd, want.data());
+    ref->rms_norm(ref->f32(heads.data(), c.rows * c.heads, c.hd), f32_vector(w), 1e-6f,
+                  ref->f32(want.data(), c.rows * c.heads, c.hd));
     Dev<uint16_t> dx(xb), dw(wb);
     head_rms_norm(dx.get(), c.rows, c.heads, c.hd, stride, dw.get(), 1e-6f, nullptr);
     const std::vector<uint16_t> out = dx.host();

@@ -109,7 +109,9 @@ void run_case(const Batch& b, int n_heads, int n_kv_heads, int hd, int block_siz
     p.q_offset = b.seq_lens[i] - b.q_lens[i];
     p.block_table = tables.data() + i * max_blocks;
     p.block_size = block_size;
-    ref->attention(q.data() + cu_q[i] * qs, kf.data(), vf.data(), want.data() + cu_q[i] * n_heads * hd, p);
+    const int64_t qw = static_cast<int64_t>(n_heads) * hd, pool_rows = static_cast<int64_t>(kf.size()) / width;
+    ref->attention(ref->f32(q.data() + cu_q[i] * qs, p.n_q, qw, qs), ref->f32(kf.data(), pool_rows, width),
+                   ref->f32(vf.data(), pool_rows, width), ref->f32(want.data() + cu_q[i] * qw, p.n_q, qw), p);
   }
 
   Dev<uint16_t> dq(qb), dout(std::max<int64_t>(tq * os, 1));

@@ -44,7 +44,8 @@ TEST(CudaRope, TableMatchesRef) {
     std::vector<float> cs(ang.size()), sn(ang.size());
     for (size_t i = 0; i < ang.size(); ++i) cs[i] = std::cos(ang[i]), sn[i] = std::sin(ang[i]);
     std::vector<float> want = x;
-    ref->rope(want.data(), c.rows, c.heads, c.hd, stride, cs.data(), sn.data());
+    ref->rope(ref->f32(want.data(), c.rows, c.heads * c.hd, stride), ref->f32(cs.data(), c.rows, half),
+              ref->f32(sn.data(), c.rows, half));
     Dev<uint16_t> dx(xb);
     Dev<float> dc(cs), ds(sn);
     rope_table(dx.get(), c.rows, c.heads, c.hd, stride, dc.get(), ds.get(), nullptr);
@@ -74,7 +75,8 @@ TEST(CudaRope, OneDimensionalMatchesHostTables) {
         }
       }
       std::vector<float> want = x;
-      ref->rope(want.data(), c.rows, c.heads, c.hd, stride, cs.data(), sn.data());
+      ref->rope(ref->f32(want.data(), c.rows, c.heads * c.hd, stride), ref->f32(cs.data(), c.rows, half),
+              ref->f32(sn.data(), c.rows, half));
       Dev<uint16_t> dx(xb);
       Dev<int32_t> dp(pos);
       rope_1d(dx.get(), c.rows, c.heads, c.hd, stride, dp.get(), theta, nullptr);

@@ -59,6 +59,7 @@ TEST_P(LayersGolden, DecoderAndVisionMatchTransformers) {
   const auto st = io::SafetensorsSet::open_dir(c.model_dir);
   ModelWeights w = load_weights(st, cfg);
   auto ops = kernels::make_ops(c.backend);
+  prepare_weights(w, *ops);
   auto ref = io::SafetensorsFile::open(c.ref);
 
   // Vision: pixel_values of the first image -> encoder -> projector.

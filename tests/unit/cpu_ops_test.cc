@@ -51,6 +51,9 @@ std::string backend_name(const testing::TestParamInfo<Backend>& info) {
 
 using testing_util::make_matrix;
 using testing_util::random_vec;
+using testing_util::hv;
+using testing_util::hv_i32;
+using testing_util::hv_kv;
 
 class CpuOpsTest : public testing::TestWithParam<Backend> {
  protected:
@@ -68,8 +71,8 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
     const auto x = random_vec(static_cast<size_t>(M * K), static_cast<uint32_t>(seed + 1));
     if (prepare) ops_->prepare(w);
     std::vector<float> y(M * N, NAN), yr(M * N);
-    ops_->matmul(x.data(), M, w, y.data());
-    ref_->matmul(x.data(), M, w, yr.data());
+    ops_->matmul(hv(x, M, K), w, hv(y, M, N));
+    ref_->matmul(hv(x, M, K), w, hv(yr, M, N));
     const bool w_rounded = bf16() && dt != DType::kBF16;
     int bad = 0;
     for (int64_t m = 0; m < M && bad < 5; ++m) {
@@ -150,7 +153,10 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
       p.k_scale = ks.data();
       p.v_scale = vs.data();
     }
-    ref_->attention(q.data(), kv_ptr(k, k16, k8), kv_ptr(v, v16, v8), outr.data(), p);
+    const int64_t qw = heads * hd, kvw = kv_heads * hd;
+    const View qv = hv(q, n_q, qw, p.q_stride);
+    ref_->attention(qv, hv_kv(kv_ptr(k, k16, k8), kv_dtype, n_kv, kvw, p.kv_stride),
+                    hv_kv(kv_ptr(v, v16, v8), kv_dtype, n_kv, kvw, p.kv_stride), hv(outr, n_q, qw, p.out_stride), p);
     if (block_size > 0) {
       // Paged KV: scatter the rows over a pool in reversed block order (plus a spare block), with
       // NaN in the unused rows so a wrong read shows up.
@@ -178,9 +184,13 @@ class CpuOpsTest : public testing::TestWithParam<Backend> {
         p.k_scale = ksp.data();
         p.v_scale = vsp.data();
       }
-      ops_->attention(q.data(), kv_ptr(kp, kp16, kp8), kv_ptr(vp, vp16, vp8), out.data(), p);
+      const int64_t pool = (n_blocks + 1) * block_size;
+      ops_->attention(qv, hv_kv(kv_ptr(kp, kp16, kp8), kv_dtype, pool, kvw, p.kv_stride),
+                      hv_kv(kv_ptr(vp, vp16, vp8), kv_dtype, pool, kvw, p.kv_stride), hv(out, n_q, qw, p.out_stride),
+                      p);
     } else {
-      ops_->attention(q.data(), kv_ptr(k, k16, k8), kv_ptr(v, v16, v8), out.data(), p);
+      ops_->attention(qv, hv_kv(kv_ptr(k, k16, k8), kv_dtype, n_kv, kvw, p.kv_stride),
+                      hv_kv(kv_ptr(v, v16, v8), kv_dtype, n_kv, kvw, p.kv_stride), hv(out, n_q, qw, p.out_stride), p);
     }
     // Outputs are convex combinations of v rows (|v| <= 1). f32: score errors ~1e-6 relative.
     // bf16: q, k, p and v rounded to bf16 (2^-8 relative each).
@@ -226,11 +236,11 @@ TEST_P(CpuOpsTest, MatmulWithWeightPreparedByAnotherBackend) {
   other->prepare(w);
   const auto x = random_vec(5 * 70, 22);
   std::vector<float> y(5 * 40), yr(5 * 40);
-  ops_->matmul(x.data(), 5, w, y.data());
-  ref_->matmul(x.data(), 5, w, yr.data());
+  ops_->matmul(hv(x, 5, 70), w, hv(y, 5, 40));
+  ref_->matmul(hv(x, 5, 70), w, hv(yr, 5, 40));
   for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], bf16() ? 0.1 : 1e-4) << i;
   ops_->prepare(w);  // replaces it with our own layout
-  ops_->matmul(x.data(), 5, w, y.data());
+  ops_->matmul(hv(x, 5, 70), w, hv(y, 5, 40));
   for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], bf16() ? 0.1 : 1e-4) << i;
 }
 
@@ -246,11 +256,11 @@ TEST_P(CpuOpsTest, MatmulRowsDoNotDependOnTheBatch) {
       ops_->prepare(w);
       const auto x = random_vec(static_cast<size_t>(M * K), 92);
       std::vector<float> all(M * N);
-      ops_->matmul(x.data(), M, w, all.data());
+      ops_->matmul(hv(x, M, K), w, hv(all, M, N));
       std::vector<float> part(M * N);
       for (int64_t rows : {1, 2, 3, 4, 5, 7, 15, 29}) {
         for (int64_t r0 = 0; r0 + rows <= M; r0 += 37) {
-          ops_->matmul(x.data() + r0 * K, rows, w, part.data());
+          ops_->matmul(hv(x.data() + r0 * K, rows, K), w, hv(part, rows, N));
           EXPECT_EQ(std::memcmp(part.data(), all.data() + r0 * N, sizeof(float) * rows * N), 0)
               << rows << " rows from row " << r0 << " differ from the same rows of a " << M << "-row product";
         }
@@ -343,10 +353,10 @@ TEST_P(CpuOpsTest, RmsNorm) {
       const int64_t rows = 5;
       auto x = random_vec(rows * dim, 32, -3.0f, 3.0f);
       std::vector<float> y(rows * dim), yr(rows * dim);
-      ops_->rms_norm(x.data(), w, 1e-6f, rows, dim, y.data());
-      ref_->rms_norm(x.data(), w, 1e-6f, rows, dim, yr.data());
+      ops_->rms_norm(hv(x, rows, dim), w, 1e-6f, hv(y, rows, dim));
+      ref_->rms_norm(hv(x, rows, dim), w, 1e-6f, hv(yr, rows, dim));
       for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], yr[i], 1e-5 * std::fabs(yr[i]) + 1e-7) << dim << " " << i;
-      ops_->rms_norm(x.data(), w, 1e-6f, rows, dim, x.data());  // in place
+      ops_->rms_norm(hv(x, rows, dim), w, 1e-6f, hv(x, rows, dim));  // in place
       for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(x[i], y[i]);
     }
   }
@@ -362,8 +372,8 @@ TEST_P(CpuOpsTest, Rope) {
       c[i] = std::cos(0.37f * static_cast<float>(i));
       s[i] = std::sin(0.37f * static_cast<float>(i));
     }
-    ops_->rope(x.data(), rows, heads, hd, stride, c.data(), s.data());
-    ref_->rope(xr.data(), rows, heads, hd, stride, c.data(), s.data());
+    ops_->rope(hv(x, rows, heads * hd, stride), hv(c, rows, half), hv(s, rows, half));
+    ref_->rope(hv(xr, rows, heads * hd, stride), hv(c, rows, half), hv(s, rows, half));
     for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], xr[i], 1e-6) << hd << " " << i;
   }
 }
@@ -372,18 +382,18 @@ TEST_P(CpuOpsTest, SiluMulGeluAdd) {
   for (int64_t n : {1, 15, 17, 1000, 40000}) {
     const auto g = random_vec(n, 51, -12.0f, 12.0f), u = random_vec(n, 52, -3.0f, 3.0f);
     std::vector<float> o(n), orf(n);
-    ops_->silu_mul(g.data(), u.data(), o.data(), n);
-    ref_->silu_mul(g.data(), u.data(), orf.data(), n);
+    ops_->silu_mul(hv(g, 1, n), hv(u, 1, n), hv(o, 1, n));
+    ref_->silu_mul(hv(g, 1, n), hv(u, 1, n), hv(orf, 1, n));
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(o[i], orf[i], 1e-6 * std::fabs(orf[i]) + 1e-30) << i;
 
     auto x = random_vec(n, 53, -10.0f, 10.0f), xr = x;
-    ops_->gelu(x.data(), n);
-    ref_->gelu(xr.data(), n);
+    ops_->gelu(hv(x, 1, n));
+    ref_->gelu(hv(xr, 1, n));
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], xr[i], 4e-6 * std::fabs(xr[i]) + 1e-12) << i;
 
     auto y = random_vec(n, 54), yr = y;
-    ops_->add(y.data(), u.data(), n);
-    ref_->add(yr.data(), u.data(), n);
+    ops_->add(hv(y, 1, n), hv(u, 1, n));
+    ref_->add(hv(yr, 1, n), hv(u, 1, n));
     for (int64_t i = 0; i < n; ++i) EXPECT_EQ(y[i], yr[i]) << i;
   }
 }
@@ -392,8 +402,8 @@ TEST_P(CpuOpsTest, GeluExtremes) {
   std::vector<float> x = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 1.2374f, -1.2374f, 5.0f, -5.0f, 8.0f, -8.0f,
                           9.0f, -9.0f, 30.0f, -30.0f, 1e30f, -1e30f};
   auto xr = x;
-  ops_->gelu(x.data(), static_cast<int64_t>(x.size()));
-  ref_->gelu(xr.data(), static_cast<int64_t>(xr.size()));
+  ops_->gelu(hv(x, 1, static_cast<int64_t>(x.size())));
+  ref_->gelu(hv(xr, 1, static_cast<int64_t>(xr.size())));
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], xr[i], 4e-6 * std::fabs(xr[i]) + 1e-12) << i;
 }
 
@@ -403,8 +413,9 @@ TEST_P(CpuOpsTest, Embed) {
       Matrix t = make_matrix(dt, 50, dim, 61);
       const std::vector<int32_t> ids = {0, 49, 3, 3, 17};
       std::vector<float> o(ids.size() * dim), orf(ids.size() * dim);
-      ops_->embed(t, ids.data(), static_cast<int64_t>(ids.size()), o.data());
-      ref_->embed(t, ids.data(), static_cast<int64_t>(ids.size()), orf.data());
+      const int64_t n = static_cast<int64_t>(ids.size());
+      ops_->embed(t, hv_i32(ids), hv(o, n, dim));
+      ref_->embed(t, hv_i32(ids), hv(orf, n, dim));
       EXPECT_EQ(o, orf);
     }
   }

@@ -145,7 +145,7 @@ TEST(QuantQ6_K, MatrixAtIsTheReferenceDequantization) {
     const auto ops = make_ops(backend);
     const int32_t ids[2] = {2, 0};
     std::vector<float> out(2 * cols);
-    ops->embed(m, ids, 2, out.data());
+    ops->embed(m, ops->i32(ids, 2), ops->f32(out.data(), 2, cols));
     for (int64_t c = 0; c < cols; ++c) {
       ASSERT_EQ(out[c], m.at(2, c)) << backend;
       ASSERT_EQ(out[cols + c], m.at(0, c)) << backend;
@@ -267,10 +267,11 @@ TEST_P(QuantQ6_KIsa, MatmulRunsTheKernelsAndRefTheDequantizedWeight) {
     const auto ops = make_ops(backend);
     ops->prepare(mw);
     EXPECT_EQ(mw.packed, nullptr);
-    ops->matmul(x.data(), m, mw, got.data());
+    ops->matmul(ops->f32(x.data(), m, cols), mw, ops->f32(got.data(), m, rows));
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << backend;
   }
-  make_ops("ref")->matmul(x.data(), m, mw, ref.data());
+  const auto r_ops = make_ops("ref");
+  r_ops->matmul(r_ops->f32(x.data(), m, cols), mw, r_ops->f32(ref.data(), m, rows));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t r = 0; r < rows; ++r) {
       const auto dw = dequantized(w.data() + r * 2 * kW, cols);

@@ -1,4 +1,5 @@
-// Random inputs and weight matrices for the kernel tests (cpu_ops_test.cc, op_table_test.cc).
+// Random inputs and weight matrices for the kernel tests (cpu_ops_test.cc, op_table_test.cc), and
+// host views of test buffers.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,21 @@ inline Matrix make_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed, f
     m.holder = buf;
   }
   return m;
+}
+
+// Host views of test buffers (kernels/view.h): F32 [rows, cols] with row stride `stride` (< 0:
+// cols), int32 vectors, and KV rows of any dtype.
+inline View hv(const float* p, int64_t rows, int64_t cols, int64_t stride = -1) {
+  return View(const_cast<float*>(p), DType::kF32, Memory::kHost, rows, cols, stride);
+}
+inline View hv(const std::vector<float>& v, int64_t rows, int64_t cols, int64_t stride = -1) {
+  return hv(v.data(), rows, cols, stride);
+}
+inline View hv_i32(const std::vector<int32_t>& ids) {
+  return View(const_cast<int32_t*>(ids.data()), DType::kI32, Memory::kHost, 1, static_cast<int64_t>(ids.size()));
+}
+inline View hv_kv(const void* p, DType dt, int64_t rows, int64_t cols, int64_t stride = -1) {
+  return View(const_cast<void*>(p), dt, Memory::kHost, rows, cols, stride);
 }
 
 }  // namespace locr::kernels::testing_util

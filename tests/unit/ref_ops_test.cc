@@ -6,9 +6,13 @@
 
 #include "core/fp8.h"
 #include "kernels/ops.h"
+#include "random_weights.h"
 
 namespace locr::kernels {
 namespace {
+
+using testing_util::hv;
+using testing_util::hv_kv;
 
 Matrix f32_matrix(std::vector<float>& v, int64_t rows, int64_t cols) {
   Matrix m;
@@ -24,7 +28,7 @@ TEST(RefOps, MatmulAllWeightDtypes) {
   std::vector<float> x = {1, 2, 3, 4, 5, 6};  // [2, 3]
   std::vector<float> w = {1, 0, -1, 0.5f, 0.25f, 2};  // [2, 3]
   std::vector<float> y(4);
-  ops->matmul(x.data(), 2, f32_matrix(w, 2, 3), y.data());
+  ops->matmul(hv(x, 2, 3), f32_matrix(w, 2, 3), hv(y, 2, 2));
   EXPECT_FLOAT_EQ(y[0], 1 - 3);
   EXPECT_FLOAT_EQ(y[1], 0.5f + 0.5f + 6);
   EXPECT_FLOAT_EQ(y[2], 4 - 6);
@@ -34,7 +38,7 @@ TEST(RefOps, MatmulAllWeightDtypes) {
   for (auto [dt, ptr] : {std::pair{DType::kBF16, static_cast<const void*>(wb.data())}, {DType::kF16, wh.data()}}) {
     Matrix m{dt, 2, 3, ptr};
     std::vector<float> y2(4);
-    ops->matmul(x.data(), 2, m, y2.data());
+    ops->matmul(hv(x, 2, 3), m, hv(y2, 2, 2));
     for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y2[i], y[i]);
   }
 }
@@ -42,23 +46,23 @@ TEST(RefOps, MatmulAllWeightDtypes) {
 TEST(RefOps, RmsNormRopeActivations) {
   auto ops = make_ops("ref");
   std::vector<float> x = {3, 4}, w = {2, 0.5f}, y(2);
-  ops->rms_norm(x.data(), f32_matrix(w, 1, 2), 0.0f, 1, 2, y.data());
+  ops->rms_norm(hv(x, 1, 2), f32_matrix(w, 1, 2), 0.0f, hv(y, 1, 2));
   const float inv = 1.0f / std::sqrt(12.5f);
   EXPECT_FLOAT_EQ(y[0], 3 * inv * 2);
   EXPECT_FLOAT_EQ(y[1], 4 * inv * 0.5f);
   // RoPE pairs (d, d + half): [1, 0 | 0, 1] rotated by 90 degrees for d = 0 and 0 for d = 1.
   std::vector<float> r = {1, 0, 0, 1}, c = {0, 1}, s = {1, 0};
-  ops->rope(r.data(), 1, 1, 4, 4, c.data(), s.data());
+  ops->rope(hv(r, 1, 4), hv(c, 1, 2), hv(s, 1, 2));
   EXPECT_NEAR(r[0], 0, 1e-7);   // x0*cos - x2*sin = 1*0 - 0*1
   EXPECT_NEAR(r[2], 1, 1e-7);   // x2*cos + x0*sin = 0 + 1
   EXPECT_NEAR(r[1], 0, 1e-7);
   EXPECT_NEAR(r[3], 1, 1e-7);
   std::vector<float> g = {-1.0f, 0.0f, 1.0f};
-  ops->gelu(g.data(), 3);
+  ops->gelu(hv(g, 1, 3));
   EXPECT_NEAR(g[0], -0.15865525393145707, 1e-7);  // 0.5*x*(1+erf(x/sqrt2))
   EXPECT_NEAR(g[2], 0.8413447460685429, 1e-7);
   std::vector<float> gate = {1.0f}, up = {2.0f}, o(1);
-  ops->silu_mul(gate.data(), up.data(), o.data(), 1);
+  ops->silu_mul(hv(gate, 1, 1), hv(up, 1, 1), hv(o, 1, 1));
   EXPECT_NEAR(o[0], 2.0 / (1.0 + std::exp(-1.0)), 1e-6);
 }
 
@@ -70,23 +74,20 @@ TEST(RefOps, CausalGqaAttention) {
   std::vector<float> v = {10, 20};
   std::vector<float> out(4);
   AttentionParams p;
-  p.n_q = p.n_kv = 2;
+  p.n_kv = 2;
   p.n_heads = 2;
   p.n_kv_heads = 1;
   p.head_dim = 1;
-  p.q_stride = 2;
-  p.kv_stride = 1;
-  p.out_stride = 2;
   p.scale = 1.0f;
   p.causal = true;
-  ops->attention(q.data(), k.data(), v.data(), out.data(), p);
+  ops->attention(hv(q, 2, 2), hv(k, 2, 1), hv(v, 2, 1), hv(out, 2, 2), p);
   EXPECT_FLOAT_EQ(out[0], 10);  // row 0 sees only key 0
   EXPECT_FLOAT_EQ(out[1], 10);
   const double w1 = std::exp(1.0) / (1 + std::exp(1.0)), w2 = std::exp(2.0) / (1 + std::exp(2.0));
   EXPECT_NEAR(out[2], 10 * (1 - w1) + 20 * w1, 1e-5);
   EXPECT_NEAR(out[3], 10 * (1 - w2) + 20 * w2, 1e-5);
   p.causal = false;
-  ops->attention(q.data(), k.data(), v.data(), out.data(), p);
+  ops->attention(hv(q, 2, 2), hv(k, 2, 1), hv(v, 2, 1), hv(out, 2, 2), p);
   EXPECT_NEAR(out[0], 10 * (1 - w1) + 20 * w1, 1e-5);
 }
 
@@ -106,19 +107,17 @@ TEST(RefOps, PagedAttentionMatchesContiguous) {
       vp[row * hd + d] = v[j * hd + d];
     }
   AttentionParams p;
-  p.n_q = 1;
   p.n_kv = n;
   p.n_heads = p.n_kv_heads = 1;
   p.head_dim = hd;
-  p.q_stride = p.kv_stride = p.out_stride = hd;
   p.scale = 0.7f;
   p.causal = true;
   p.q_offset = n - 1;
   std::vector<float> a(hd), b(hd);
-  ops->attention(q.data(), k.data(), v.data(), a.data(), p);
+  ops->attention(hv(q, 1, hd), hv(k, n, hd), hv(v, n, hd), hv(a, 1, hd), p);
   p.block_table = table.data();
   p.block_size = bs;
-  ops->attention(q.data(), kp.data(), vp.data(), b.data(), p);
+  ops->attention(hv(q, 1, hd), hv(kp, 4 * bs, hd), hv(vp, 4 * bs, hd), hv(b, 1, hd), p);
   for (int64_t d = 0; d < hd; ++d) EXPECT_FLOAT_EQ(a[d], b[d]);
 }
 
@@ -138,20 +137,17 @@ TEST(RefOps, Bf16KvReadsTheSameValuesAsF32) {
     v[i] = bf16_to_f32(v16[i]);
   }
   AttentionParams p;
-  p.n_q = 2;
   p.n_kv = n;
   p.n_heads = 2;
   p.n_kv_heads = 1;
   p.head_dim = hd;
-  p.q_stride = p.out_stride = 2 * hd;
-  p.kv_stride = hd;
   p.scale = 0.5f;
   p.causal = true;
   p.q_offset = n - 2;
   std::vector<float> a(2 * 2 * hd), b(2 * 2 * hd);
-  ops->attention(q.data(), k.data(), v.data(), a.data(), p);
-  p.kv_dtype = DType::kBF16;
-  ops->attention(q.data(), k16.data(), v16.data(), b.data(), p);
+  ops->attention(hv(q, 2, 2 * hd), hv(k, n, hd), hv(v, n, hd), hv(a, 2, 2 * hd), p);
+  ops->attention(hv(q, 2, 2 * hd), hv_kv(k16.data(), DType::kBF16, n, hd), hv_kv(v16.data(), DType::kBF16, n, hd),
+                 hv(b, 2, 2 * hd), p);
   for (int64_t i = 0; i < 2 * 2 * hd; ++i) EXPECT_EQ(a[i], b[i]) << i;
 }
 
@@ -177,22 +173,19 @@ TEST(RefOps, AttentionFp8KvEqualsF32KvOfTheDecodedValues) {
       }
     }
   AttentionParams p;
-  p.n_q = 2;
   p.n_kv = n;
   p.n_heads = 4;
   p.n_kv_heads = nkv;
   p.head_dim = hd;
-  p.q_stride = p.out_stride = 4 * hd;
-  p.kv_stride = w;
   p.scale = 0.5f;
   p.causal = true;
   p.q_offset = n - 2;
   std::vector<float> a(2 * 4 * hd), b(2 * 4 * hd);
-  ops->attention(q.data(), k.data(), v.data(), a.data(), p);
-  p.kv_dtype = DType::kF8E4M3;
+  ops->attention(hv(q, 2, 4 * hd), hv(k, n, w), hv(v, n, w), hv(a, 2, 4 * hd), p);
   p.k_scale = ks.data();
   p.v_scale = vs.data();
-  ops->attention(q.data(), k8.data(), v8.data(), b.data(), p);
+  ops->attention(hv(q, 2, 4 * hd), hv_kv(k8.data(), DType::kF8E4M3, n, w), hv_kv(v8.data(), DType::kF8E4M3, n, w),
+                 hv(b, 2, 4 * hd), p);
   for (int64_t i = 0; i < 2 * 4 * hd; ++i) EXPECT_EQ(a[i], b[i]) << i;
 }
 

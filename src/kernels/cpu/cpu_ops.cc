@@ -177,10 +177,32 @@ Scratch& scratch_slot(int i) {
   return s[i];
 }
 
-std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
-  LOCR_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kBF16 || w.dtype == DType::kF16,
-             "matmul weight dtype ", dtype_name(w.dtype), " is not supported");
-  LOCR_CHECK(w.rows > 0 && w.cols > 0 && w.data != nullptr, "matmul with an empty weight");
+// Packs the rows of one or more weights of one float dtype and width, stacked in order (a stack's
+// parts become one weight: StackedMatrix).
+std::shared_ptr<void> pack_rows(const std::vector<const Matrix*>& parts, BFormat fmt, int nr) {
+  LOCR_CHECK(!parts.empty());
+  const DType dtype = parts.front()->dtype;
+  int64_t rows = 0;
+  for (const Matrix* m : parts) {
+    LOCR_CHECK(m->dtype == DType::kF32 || m->dtype == DType::kBF16 || m->dtype == DType::kF16,
+               "matmul weight dtype ", dtype_name(m->dtype), " is not supported");
+    LOCR_CHECK(m->rows > 0 && m->cols > 0 && m->data != nullptr, "matmul with an empty or unloaded weight");
+    LOCR_CHECK(m->dtype == dtype && m->cols == parts.front()->cols, "stacked weights of different dtypes or widths");
+    rows += m->rows;
+  }
+  // Row n of the stack: its part's row.
+  std::vector<int64_t> first;
+  for (const Matrix* m : parts) first.push_back(first.empty() ? 0 : first.back() + parts[first.size() - 1]->rows);
+  const size_t esize = dtype_size(dtype);
+  auto row_at = [&](int64_t n) {
+    size_t i = parts.size() - 1;
+    while (first[i] > n) --i;
+    return static_cast<const char*>(parts[i]->data) + static_cast<size_t>((n - first[i]) * parts[i]->cols) * esize;
+  };
+  Matrix w;  // the stack's shape and dtype
+  w.dtype = dtype;
+  w.rows = rows;
+  w.cols = parts.front()->cols;
   auto* pw = new PackedWeight;
   std::shared_ptr<void> holder(pw, PackedDeleter{});
   pw->fmt = fmt;
@@ -203,7 +225,7 @@ std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
         const bool valid = n < N;
         if (fmt == BFormat::kKMajorF32) {
           float* d = static_cast<float*>(pw->data) + p * KP * nr + c;
-          if (valid) convert_to_f32(w.dtype, static_cast<const char*>(w.data) + n * K * dtype_size(w.dtype), row.data(), K);
+          if (valid) convert_to_f32(w.dtype, row_at(n), row.data(), K);
           for (int64_t k = 0; k < KP; ++k) d[k * nr] = (valid && k < K) ? row[k] : 0.0f;
           continue;
         }
@@ -212,9 +234,9 @@ std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
         std::vector<uint16_t> tmp;
         if (valid) {
           if (w.dtype == DType::kBF16) {
-            src16 = static_cast<const uint16_t*>(w.data) + n * K;
+            src16 = reinterpret_cast<const uint16_t*>(row_at(n));
           } else {
-            convert_to_f32(w.dtype, static_cast<const char*>(w.data) + n * K * dtype_size(w.dtype), row.data(), K);
+            convert_to_f32(w.dtype, row_at(n), row.data(), K);
             tmp.resize(static_cast<size_t>(K));
             for (int64_t k = 0; k < K; ++k) tmp[k] = f32_to_bf16(row[k]);
             src16 = tmp.data();
@@ -232,6 +254,8 @@ std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) {
   });
   return holder;
 }
+
+std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) { return pack_rows({&w}, fmt, nr); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -266,18 +290,43 @@ class CpuOps final : public Ops {
     w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
   }
 
-  void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
-    if (M <= 0) return;
-    if (w.dtype == DType::kQ8_0) {
-      gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);
+  // Float parts of one dtype and width are packed as one weight (one GEMM reads the input once);
+  // quantized parts are used as stored, each into its columns.
+  void prepare_stack(StackedMatrix& w) override {
+    bool fuse = w.parts.size() > 1;
+    for (const Matrix& p : w.parts)
+      fuse = fuse && p.data != nullptr && p.dtype == w.parts.front().dtype && p.cols == w.parts.front().cols &&
+             (p.dtype == DType::kF32 || p.dtype == DType::kBF16 || p.dtype == DType::kF16);
+    if (!fuse) {
+      Ops::prepare_stack(w);
       return;
     }
-    if (w.dtype == DType::kQ4_K) {
-      gemm_q4_K(isa_, w.data, w.rows, w.cols, x, M, y);
-      return;
-    }
-    if (w.dtype == DType::kQ6_K) {
-      gemm_q6_K(isa_, w.data, w.rows, w.cols, x, M, y);
+    std::vector<const Matrix*> parts;
+    for (const Matrix& p : w.parts) parts.push_back(&p);
+    w.fused = Matrix();
+    w.fused.dtype = w.parts.front().dtype;
+    w.fused.rows = w.rows();
+    w.fused.cols = w.cols();
+    w.fused.packed = pack_rows(parts, format_for(w.fused.dtype), t_->nr);  // no unpacked copy: data stays null
+  }
+
+ private:
+  void run_matmul(const View& xv, const Matrix& w, const View& yv) override {
+    const int64_t M = xv.rows;
+    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K) {
+      // The quantized GEMMs take contiguous rows: strided views go through scratch copies.
+      const float* x = xv.f32();
+      if (!xv.contiguous()) {
+        float* c = static_cast<float*>(scratch_slot(1).get(static_cast<size_t>(xv.numel()) * 4));
+        for (int64_t r = 0; r < M; ++r) std::memcpy(c + r * xv.cols, xv.f32() + r * xv.stride, xv.cols * 4);
+        x = c;
+      }
+      float* y = yv.contiguous() ? yv.f32() : static_cast<float*>(scratch_slot(2).get(static_cast<size_t>(yv.numel()) * 4));
+      if (w.dtype == DType::kQ8_0) gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);
+      if (w.dtype == DType::kQ4_K) gemm_q4_K(isa_, w.data, w.rows, w.cols, x, M, y);
+      if (w.dtype == DType::kQ6_K) gemm_q6_K(isa_, w.data, w.rows, w.cols, x, M, y);
+      if (!yv.contiguous())
+        for (int64_t r = 0; r < M; ++r) std::memcpy(yv.f32() + r * yv.stride, y + r * yv.cols, yv.cols * 4);
       return;
     }
     std::shared_ptr<void> temp;
@@ -290,10 +339,10 @@ class CpuOps final : public Ops {
       temp = pack_weight(w, format_for(w.dtype), t_->nr);
       pw = static_cast<const PackedWeight*>(temp.get());
     }
-    gemm(x, M, *pw, y);
+    gemm(xv.f32(), xv.stride, M, *pw, yv.f32(), yv.stride);
   }
 
-  void gemm(const float* x, int64_t M, const PackedWeight& pw, float* y) {
+  void gemm(const float* x, int64_t ldx, int64_t M, const PackedWeight& pw, float* y, int64_t ldy) {
     const KernelTable& t = *t_;
     const int64_t N = pw.n, K = pw.k, KP = pw.k_pad, nr = pw.nr, mr = t.mr;
     const bool pairs = pw.fmt == BFormat::kPairsBf16;
@@ -309,9 +358,9 @@ class CpuOps final : public Ops {
     auto tile_elems = [&](int64_t kc) { return pairs ? kc / 2 * mr : kc * mr; };
     auto pack = [&](const float* xs, int64_t rows, int64_t k0, int64_t kc, void* dst) {
       if (pairs) {
-        t.pack_a_pairs(xs, K, rows, k0, kc, K, static_cast<uint32_t*>(dst));
+        t.pack_a_pairs(xs, ldx, rows, k0, kc, K, static_cast<uint32_t*>(dst));
       } else {
-        t.pack_a_f32(xs, K, rows, k0, kc, K, static_cast<float*>(dst), round_a);
+        t.pack_a_f32(xs, ldx, rows, k0, kc, K, static_cast<float*>(dst), round_a);
       }
     };
     auto b_at = [&](int64_t p, int64_t k0) {
@@ -340,7 +389,7 @@ class CpuOps final : public Ops {
             for (int64_t ti = 0; ti < tiles; ++ti) {
               const int m = static_cast<int>(std::min<int64_t>(mr, M - ti * mr));
               t.gemm_panels(pw.fmt, kc, a + kb_off[kb] + ti * tile_elems(kc), b_at(p0, kb * kc_max), KP * nr, np,
-                            y + ti * mr * N + p0 * nr, N, m, n_last, kb > 0);
+                            y + ti * mr * ldy + p0 * nr, ldy, m, n_last, kb > 0);
             }
           }
         }
@@ -370,7 +419,7 @@ class CpuOps final : public Ops {
         const int64_t tiles = ceil_div(rows, mr);
         for (int64_t kb = 0; kb < n_kb; ++kb) {
           const int64_t kc = kc_of(kb), te = tile_elems(kc);
-          pack(x + m0 * K, rows, kb * kc_max, kc, a);
+          pack(x + m0 * ldx, rows, kb * kc_max, kc, a);
           for (int64_t p = p0; p < p1; ++p) {
             const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
             const void* bp = b_at(p, kb * kc_max);
@@ -382,7 +431,7 @@ class CpuOps final : public Ops {
             }
             for (int64_t ti = 0; ti < tiles; ++ti) {
               const int m = static_cast<int>(std::min<int64_t>(mr, rows - ti * mr));
-              t.gemm_tile(fmt, kc, a + ti * te, bp, y + (m0 + ti * mr) * N + p * nr, N, m, n, kb > 0);
+              t.gemm_tile(fmt, kc, a + ti * te, bp, y + (m0 + ti * mr) * ldy + p * nr, ldy, m, n, kb > 0);
             }
           }
         }
@@ -390,46 +439,72 @@ class CpuOps final : public Ops {
     });
   }
 
-  void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) override {
-    LOCR_CHECK(w.rows * w.cols == dim, "rms_norm weight size ", w.rows * w.cols, " != ", dim);
+  void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) override {
+    const int64_t dim = w.rows * w.cols, groups = x.cols / dim;
     const float* wf = weight_f32(w, 1);
-    ThreadPool::global().parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(dim, 1)),
+    // Rows of groups: a contiguous pair of views is one run of rows * groups groups.
+    if (x.contiguous() && y.contiguous()) {
+      const int64_t n = x.rows * groups;
+      ThreadPool::global().parallel_for(n, std::max<int64_t>(1, 8192 / std::max<int64_t>(dim, 1)),
+                                        [&](int64_t b, int64_t e, int) {
+                                          t_->rms_norm_rows(x.f32() + b * dim, wf, eps, e - b, dim, y.f32() + b * dim);
+                                        });
+      return;
+    }
+    ThreadPool::global().parallel_for(x.rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(x.cols, 1)),
                                       [&](int64_t b, int64_t e, int) {
-                                        t_->rms_norm_rows(x + b * dim, wf, eps, e - b, dim, y + b * dim);
+                                        for (int64_t r = b; r < e; ++r)
+                                          t_->rms_norm_rows(x.f32() + r * x.stride, wf, eps, groups, dim,
+                                                            y.f32() + r * y.stride);
                                       });
   }
 
-  void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
-            const float* sin) override {
-    const int64_t half = head_dim / 2;
-    ThreadPool::global().parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(n_heads * head_dim, 1)),
+  void run_rope(const View& x, const View& cos, const View& sin) override {
+    const int64_t half = cos.cols, head_dim = 2 * half, n_heads = x.cols / head_dim;
+    ThreadPool::global().parallel_for(x.rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(x.cols, 1)),
                                       [&](int64_t b, int64_t e, int) {
-                                        t_->rope_rows(x + b * stride, e - b, n_heads, head_dim, stride,
-                                                      cos + b * half, sin + b * half);
+                                        t_->rope_rows(x.f32() + b * x.stride, e - b, n_heads, head_dim, x.stride,
+                                                      cos.f32() + b * half, sin.f32() + b * half);
                                       });
   }
 
-  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
-    ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) {
-      t_->silu_mul(gate + b, up + b, out + b, e - b);
-    });
+  void run_silu_mul(const View& gate, const View& up, const View& out) override {
+    if (gate.contiguous() && up.contiguous() && out.contiguous()) {
+      ThreadPool::global().parallel_for(gate.numel(), kElemGrain, [&](int64_t b, int64_t e, int) {
+        t_->silu_mul(gate.f32() + b, up.f32() + b, out.f32() + b, e - b);
+      });
+      return;
+    }
+    ThreadPool::global().parallel_for(gate.rows, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(gate.cols, 1)),
+                                      [&](int64_t b, int64_t e, int) {
+                                        for (int64_t r = b; r < e; ++r)
+                                          t_->silu_mul(gate.f32() + r * gate.stride, up.f32() + r * up.stride,
+                                                       out.f32() + r * out.stride, gate.cols);
+                                      });
   }
 
-  void gelu(float* x, int64_t n) override {
-    ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) { t_->gelu(x + b, e - b); });
+  void run_gelu(const View& x) override {
+    ThreadPool::global().parallel_for(x.numel(), kElemGrain,
+                                      [&](int64_t b, int64_t e, int) { t_->gelu(x.f32() + b, e - b); });
   }
 
-  void add(float* y, const float* x, int64_t n) override {
-    ThreadPool::global().parallel_for(n, kElemGrain, [&](int64_t b, int64_t e, int) { t_->add(y + b, x + b, e - b); });
+  void run_add(const View& y, const View& x) override {
+    ThreadPool::global().parallel_for(y.numel(), kElemGrain,
+                                      [&](int64_t b, int64_t e, int) { t_->add(y.f32() + b, x.f32() + b, e - b); });
   }
 
+ public:
   DType kv_dtype() const override { return precision_ == CpuPrecision::kBF16 ? DType::kBF16 : DType::kF32; }
 
-  void attention(const float* q, const void* kv_k, const void* kv_v, float* out, const AttentionParams& p) override {
-    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16 || p.kv_dtype == DType::kF8E4M3,
-               "attention kv dtype ", dtype_name(p.kv_dtype));
+
+ private:
+  void run_attention(const View& qv, const View& kv_kv, const View& kv_vv, const View& outv,
+                     const AttentionParams& p) override {
+    const float* q = qv.f32();
+    const void* kv_k = kv_kv.data;
+    const void* kv_v = kv_vv.data;
+    float* out = outv.f32();
     const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
-    LOCR_CHECK(!kv_fp8 || (p.k_scale && p.v_scale), "FP8 KV without scales");
     // Typed views; only the one matching kv_dtype is dereferenced.
     const auto* k = static_cast<const float*>(kv_k);
     const auto* v = static_cast<const float*>(kv_v);
@@ -437,11 +512,6 @@ class CpuOps final : public Ops {
     const auto* v16 = static_cast<const uint16_t*>(kv_v);
     const auto* k8 = static_cast<const uint8_t*>(kv_k);
     const auto* v8 = static_cast<const uint8_t*>(kv_v);
-    LOCR_CHECK(p.n_heads > 0 && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, "attention heads ", p.n_heads,
-               " / kv heads ", p.n_kv_heads);
-    LOCR_CHECK(p.head_dim > 0 && p.q_stride >= p.n_heads * p.head_dim && p.kv_stride >= p.n_kv_heads * p.head_dim &&
-               p.out_stride >= p.n_heads * p.head_dim);
-    if (p.n_q <= 0) return;
     AttnArgs a{};
     a.q = q;
     a.k = k;
@@ -539,13 +609,15 @@ class CpuOps final : public Ops {
     });
   }
 
-  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) override {
-    const int64_t dim = table.cols;
+  void run_embed(const Matrix& table, const View& idv, const View& outv) override {
+    const int32_t* ids = idv.as<const int32_t>();
+    const int64_t n = idv.numel(), dim = table.cols, ld = outv.stride;
+    float* out = outv.f32();
     for (int64_t i = 0; i < n; ++i)
       LOCR_CHECK(ids[i] >= 0 && ids[i] < table.rows, "token id ", ids[i], " outside the embedding table");
     ThreadPool::global().parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(dim, 1)),
                                       [&](int64_t b, int64_t e, int) {
-                                        for (int64_t i = b; i < e; ++i) convert_row(table, ids[i], out + i * dim);
+                                        for (int64_t i = b; i < e; ++i) convert_row(table, ids[i], out + i * ld);
                                       });
   }
 

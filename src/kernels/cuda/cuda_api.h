@@ -57,6 +57,9 @@ void synchronize(Stream s);
 void copy_to_device(void* dst, const void* host_src, size_t bytes, Stream s);  // async if host_src is pinned
 void copy_to_host(void* host_dst, const void* src, size_t bytes, Stream s);
 void copy_device(void* dst, const void* src, size_t bytes, Stream s);
+// `rows` rows of `width` bytes, row starts dst_pitch / src_pitch bytes apart (device to device).
+void copy_device_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows,
+                    Stream s);
 void memset_device(void* dst, int value, size_t bytes, Stream s);
 void* alloc_pinned(size_t bytes);  // page-locked host memory for async copies
 void free_pinned(void* p);
@@ -130,12 +133,18 @@ void gelu(bf16* x, int64_t n, Stream s);  // exact erf GELU, in place, computed 
 void add_f32_bf16(float* y, const bf16* x, int64_t n, Stream s);  // y += x
 
 // ---- F32 activations (f32_ops.cu; what kernels::Ops on CUDA runs between its GEMMs) ----
-// y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w, rows of dim, contiguous; x and y may alias.
-void rms_norm_f32(const float* x, const bf16* w, float eps, int64_t rows, int64_t dim, float* y, Stream s);
+// Each of the `groups` groups of dim of each row (row strides x_stride / y_stride): y = x *
+// rsqrt(mean(x^2) + eps) * w; x and y may alias.
+void rms_norm_f32(const float* x, int64_t x_stride, const bf16* w, float eps, int64_t rows, int64_t groups,
+                  int64_t dim, float* y, int64_t y_stride, Stream s);
 // rope_table on F32 rows in place.
 void rope_table_f32(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
                     const float* sin, Stream s);
-void silu_mul_f32(const float* gate, const float* up, float* out, int64_t n, Stream s);  // out may alias gate
+// out = silu(gate) * up over rows x cols with row strides; out may alias gate.
+void silu_mul_f32(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out,
+                  int64_t out_stride, int64_t rows, int64_t cols, Stream s);
+// y [rows, cols] contiguous = x [rows, cols] (row stride ldx) rounded to BF16 (nearest even).
+void f32_to_bf16_2d(const float* x, int64_t ldx, int64_t rows, int64_t cols, bf16* y, Stream s);
 void gelu_f32(float* x, int64_t n, Stream s);
 void add_f32(float* y, const float* x, int64_t n, Stream s);  // y += x
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/dtype.h"
@@ -59,43 +60,77 @@ class CudaOps : public Ops {
   // Uploads now (the checkpoint's pages of a prepared weight are then handed back by the loader).
   void prepare(Matrix& w) override { w.packed = device(w); }
 
-  void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
+  // Float parts of one width become one BF16 device weight (one GEMM); the parts are not uploaded.
+  void prepare_stack(StackedMatrix& w) override {
+    bool fuse = w.parts.size() > 1;
+    for (const Matrix& p : w.parts)
+      fuse = fuse && p.data != nullptr && p.cols == w.parts.front().cols &&
+             (p.dtype == DType::kF32 || p.dtype == DType::kBF16 || p.dtype == DType::kF16);
+    if (!fuse) {
+      Ops::prepare_stack(w);
+      return;
+    }
+    std::vector<uint16_t> h;
+    for (const Matrix& p : w.parts) {
+      const std::vector<uint16_t> part = to_bf16(p);
+      h.insert(h.end(), part.begin(), part.end());
+    }
+    auto d = upload(h, w.rows(), w.cols());
+    std::lock_guard<std::mutex> lock(mu_);
+    ours_.insert(d.get());
+    w.fused = Matrix();
+    w.fused.dtype = DType::kBF16;
+    w.fused.rows = w.rows();
+    w.fused.cols = w.cols();
+    w.fused.packed = d;  // no host copy: data stays null
+  }
+
+ private:
+  // A contiguous BF16 copy of x in scratch `slot` (GEMM and attention inputs are BF16).
+  bf16* to_bf16_scratch(int slot, const View& x) {
+    bf16* b = scratch_bf16(slot, x.numel());
+    f32_to_bf16_2d(x.f32(), x.stride, x.rows, x.cols, b, stream_);
+    return b;
+  }
+
+  void run_matmul(const View& x, const Matrix& w, const View& y) override {
     const std::shared_ptr<DeviceMatrix> d = device(w);
     const int64_t K = d->cols, N = d->rows;
-    bf16* xb = scratch_bf16(kX, M * K);
-    f32_to_bf16(x, xb, M * K, stream_);
-    gemm_.run(xb, M, K, K, d->buf.as<const bf16>(), N, K, y, false, N, false, stream_);
+    const bf16* xb = to_bf16_scratch(kX, x);
+    gemm_.run(xb, x.rows, K, K, d->buf.as<const bf16>(), N, K, y.f32(), false, y.stride, false, stream_);
   }
 
-  void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) override {
-    rms_norm_f32(x, device(w)->buf.as<const bf16>(), eps, rows, dim, y, stream_);
+  void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) override {
+    const int64_t dim = w.rows * w.cols;
+    rms_norm_f32(x.f32(), x.stride, device(w)->buf.as<const bf16>(), eps, x.rows, x.cols / dim, dim, y.f32(),
+                 y.stride, stream_);
   }
 
-  void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
-            const float* sin) override {
-    rope_table_f32(x, rows, n_heads, head_dim, stride, cos, sin, stream_);
+  void run_rope(const View& x, const View& cos, const View& sin) override {
+    const int64_t head_dim = 2 * cos.cols;
+    rope_table_f32(x.f32(), x.rows, x.cols / head_dim, head_dim, x.stride, cos.f32(), sin.f32(), stream_);
   }
 
-  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
-    silu_mul_f32(gate, up, out, n, stream_);
+  void run_silu_mul(const View& gate, const View& up, const View& out) override {
+    silu_mul_f32(gate.f32(), gate.stride, up.f32(), up.stride, out.f32(), out.stride, gate.rows, gate.cols, stream_);
   }
-  void gelu(float* x, int64_t n) override { gelu_f32(x, n, stream_); }
-  void add(float* y, const float* x, int64_t n) override { add_f32(y, x, n, stream_); }
+  void run_gelu(const View& x) override { gelu_f32(x.f32(), x.numel(), stream_); }
+  void run_add(const View& y, const View& x) override { add_f32(y.f32(), x.f32(), y.numel(), stream_); }
 
-  // Contiguous (unpaged) F32 q/k/v of one sequence: the vision encoder's per-image attention.
-  void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) override {
+  // Unpaged F32 q/k/v of one sequence: the vision encoder's per-image attention.
+  void run_attention(const View& q, const View& k, const View& v, const View& out, const AttentionParams& p) override {
     LOCR_CHECK(!p.block_table && p.kv_dtype == DType::kF32,
                "backend cuda: attention over a paged cache goes through paged_attention");
-    LOCR_CHECK(p.q_stride == p.kv_stride, "backend cuda: attention with q and k/v row strides ", p.q_stride, " / ",
-               p.kv_stride);
-    const int64_t st = p.q_stride;
+    // q, k and v to one contiguous BF16 block (rows of `st` elements each).
+    const int64_t st = q.cols;
+    LOCR_CHECK(k.cols == st, "backend cuda: attention with ", q.cols, " query and ", k.cols, " key columns");
     bf16* qb = scratch_bf16(kQ, (p.n_q + 2 * p.n_kv) * st);
     bf16* kb = qb + p.n_q * st;
     bf16* vb = kb + p.n_kv * st;
-    bf16* ob = scratch_bf16(kOut, p.n_q * p.out_stride);
-    f32_to_bf16(q, qb, p.n_q * st, stream_);
-    f32_to_bf16(static_cast<const float*>(k), kb, p.n_kv * st, stream_);
-    f32_to_bf16(static_cast<const float*>(v), vb, p.n_kv * st, stream_);
+    bf16* ob = scratch_bf16(kOut, p.n_q * st);
+    f32_to_bf16_2d(q.f32(), q.stride, p.n_q, st, qb, stream_);
+    f32_to_bf16_2d(k.f32(), k.stride, p.n_kv, st, kb, stream_);
+    f32_to_bf16_2d(v.f32(), v.stride, p.n_kv, st, vb, stream_);
     const int32_t cu_q[2] = {0, static_cast<int32_t>(p.n_q)}, cu_k[2] = {0, static_cast<int32_t>(p.n_kv)};
     int32_t* cu = static_cast<int32_t*>(scratch(kCu, 4 * sizeof(int32_t)));
     copy_to_device(cu, cu_q, sizeof(cu_q), stream_);
@@ -107,20 +142,43 @@ class CudaOps : public Ops {
     va.max_q = static_cast<int>(p.n_q);
     va.n_heads = static_cast<int>(p.n_heads), va.n_kv_heads = static_cast<int>(p.n_kv_heads);
     va.head_dim = static_cast<int>(p.head_dim);
-    va.q_stride = va.kv_stride = st, va.out_stride = p.out_stride;
+    va.q_stride = va.kv_stride = st, va.out_stride = st;
     va.scale = p.scale;
     va.causal = p.causal;
     LOCR_CHECK(!p.causal || p.q_offset == p.n_kv - p.n_q, "backend cuda: causal attention with a query offset");
     attention_varlen(va, stream_);
-    bf16_to_f32(ob, out, p.n_q * p.out_stride, stream_);
+    bf16_to_f32_2d(ob, p.n_q, st, out);
     cuda::synchronize(stream_);  // cu_q / cu_k are pageable stack memory
   }
 
-  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) override {
+  void run_embed(const Matrix& table, const View& ids, const View& out) override {
     const std::shared_ptr<DeviceMatrix> d = device(table);
-    cuda::embed(d->buf.as<const bf16>(), ids, n, d->cols, out, stream_);
+    if (out.contiguous()) {
+      cuda::embed(d->buf.as<const bf16>(), ids.as<const int32_t>(), ids.numel(), d->cols, out.f32(), stream_);
+      return;
+    }
+    float* tmp = static_cast<float*>(scratch(kOut, static_cast<size_t>(out.numel()) * sizeof(float)));
+    cuda::embed(d->buf.as<const bf16>(), ids.as<const int32_t>(), ids.numel(), d->cols, tmp, stream_);
+    copy_rows(tmp, out.cols, out.rows, out.cols, out.f32(), out.stride);
   }
 
+  // rows x cols of BF16 (contiguous) to F32 rows of stride out.stride.
+  void bf16_to_f32_2d(const bf16* b, int64_t rows, int64_t cols, const View& out) {
+    if (out.stride == cols) {
+      bf16_to_f32(b, out.f32(), rows * cols, stream_);
+      return;
+    }
+    float* tmp = static_cast<float*>(scratch(kTmp, static_cast<size_t>(rows * cols) * sizeof(float)));
+    bf16_to_f32(b, tmp, rows * cols, stream_);
+    copy_rows(tmp, cols, rows, cols, out.f32(), out.stride);
+  }
+  void copy_rows(const float* src, int64_t src_stride, int64_t rows, int64_t cols, float* dst, int64_t dst_stride) {
+    copy_device_2d(dst, static_cast<size_t>(dst_stride) * sizeof(float), src,
+                   static_cast<size_t>(src_stride) * sizeof(float), static_cast<size_t>(cols) * sizeof(float),
+                   static_cast<size_t>(rows), stream_);
+  }
+
+ public:
   bool host_memory() const override { return false; }
   std::shared_ptr<void> alloc(size_t bytes) override {
     auto b = std::make_shared<DeviceBuffer>(bytes == 0 ? 64 : bytes);
@@ -141,23 +199,24 @@ class CudaOps : public Ops {
   void synchronize() override { cuda::synchronize(stream_); }
   uint64_t scratch_generation() const override { return scratch_generation_; }
 
-  void kv_store(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
-                const KvLayer& kv) override {
+ private:
+  void run_kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv) override {
     LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
-    bf16* kb = scratch_bf16(kKv, 2 * n * stride);
-    bf16* vb = kb + n * stride;
-    f32_to_bf16(k, kb, n * stride, stream_);
-    f32_to_bf16(v, vb, n * stride, stream_);
-    cuda::kv_store(kb, vb, stride, slots, n, kv.width(), static_cast<bf16*>(kv.k), static_cast<bf16*>(kv.v), stream_);
+    const int64_t n = k.rows, width = kv.width();
+    bf16* kb = scratch_bf16(kKv, 2 * n * width);
+    bf16* vb = kb + n * width;
+    f32_to_bf16_2d(k.f32(), k.stride, n, width, kb, stream_);
+    f32_to_bf16_2d(v.f32(), v.stride, n, width, vb, stream_);
+    cuda::kv_store(kb, vb, width, slots.as<const int32_t>(), n, width, static_cast<bf16*>(kv.k),
+                   static_cast<bf16*>(kv.v), stream_);
   }
 
-  void paged_attention(const float* q, int64_t q_stride, const KvLayer& kv, const PagedBatch& b, int64_t n_heads,
-                       float scale, float* out, int64_t out_stride) override {
+  void run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale,
+                           const View& out) override {
     LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
-    const int64_t rows = b.host_cu_q[b.n_seqs];
-    bf16* qb = scratch_bf16(kQ, rows * q_stride);
-    bf16* ob = scratch_bf16(kOut, rows * out_stride);
-    f32_to_bf16(q, qb, rows * q_stride, stream_);
+    const int64_t rows = q.rows, width = q.cols;
+    const bf16* qb = to_bf16_scratch(kQ, q);
+    bf16* ob = scratch_bf16(kOut, rows * width);
     PagedAttention pa;
     pa.q = qb, pa.out = ob;
     pa.k_cache = static_cast<const bf16*>(kv.k), pa.v_cache = static_cast<const bf16*>(kv.v);
@@ -168,28 +227,28 @@ class CudaOps : public Ops {
     pa.max_q = static_cast<int>(b.max_q);
     pa.max_seq_len = static_cast<int>(b.max_seq_len);
     pa.block_size = static_cast<int>(b.block_size);
-    pa.n_heads = static_cast<int>(n_heads), pa.n_kv_heads = static_cast<int>(kv.n_kv_heads);
+    pa.n_heads = static_cast<int>(width / kv.head_dim), pa.n_kv_heads = static_cast<int>(kv.n_kv_heads);
     pa.head_dim = static_cast<int>(kv.head_dim);
-    pa.q_stride = q_stride, pa.out_stride = out_stride;
+    pa.q_stride = width, pa.out_stride = width;
     pa.scale = scale;
     const size_t ws = paged_attention_workspace(pa);
     cuda::paged_attention(pa, ws ? scratch(kAttnWs, ws) : nullptr, stream_);
-    bf16_to_f32(ob, out, rows * out_stride, stream_);
+    bf16_to_f32_2d(ob, rows, width, out);
   }
 
-  void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) override {
+  void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out) override {
     // Merged rows feed the merging GEMM, which reads BF16: rounding first changes nothing.
-    const int64_t n_in = static_cast<int64_t>(grid_h) * grid_w * d;
-    const int64_t n_out = static_cast<int64_t>(grid_h / m) * (grid_w / m) * d * m * m;
+    const int64_t d = in.cols;
+    const int64_t n_in = in.numel(), n_out = out.numel();
     bf16* ib = scratch_bf16(kX, n_in);
     bf16* ob = scratch_bf16(kOut, n_out);
-    f32_to_bf16(in, ib, n_in, stream_);
+    f32_to_bf16(in.f32(), ib, n_in, stream_);
     cuda::patch_merge(ib, grid_h, grid_w, d, m, ob, stream_);
-    bf16_to_f32(ob, out, n_out, stream_);
+    bf16_to_f32(ob, out.f32(), n_out, stream_);
   }
 
  private:
-  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kSlots };
+  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kTmp, kSlots };
 
   // Grow-only scratch per slot. Growing reallocates (after the queued work that may read the old
   // buffer): the decode graphs are captured after an eager run of the same shapes, so a replay
@@ -211,18 +270,25 @@ class CudaOps : public Ops {
   // of the backend; keyed by the host data it was made from.
   std::shared_ptr<DeviceMatrix> device(const Matrix& w) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (w.packed && ours_.count(w.packed.get())) return std::static_pointer_cast<DeviceMatrix>(w.packed);
+    LOCR_CHECK(w.data != nullptr, "backend cuda: a weight prepared by another backend");
     auto it = weights_.find(w.data);
     if (it != weights_.end()) {
       LOCR_CHECK(it->second->rows == w.rows && it->second->cols == w.cols, "backend cuda: weight shape changed");
       return it->second;
     }
-    const std::vector<uint16_t> h = to_bf16(w);
+    auto d = upload(to_bf16(w), w.rows, w.cols);
+    weights_.emplace(w.data, d);
+    ours_.insert(d.get());
+    return d;
+  }
+
+  std::shared_ptr<DeviceMatrix> upload(const std::vector<uint16_t>& h, int64_t rows, int64_t cols) {
     auto d = std::make_shared<DeviceMatrix>();
     d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
-    d->rows = w.rows, d->cols = w.cols;
+    d->rows = rows, d->cols = cols;
     copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
     cuda::synchronize(stream_);  // `h` is pageable and goes out of scope
-    weights_.emplace(w.data, d);
     return d;
   }
 
@@ -232,6 +298,7 @@ class CudaOps : public Ops {
   uint64_t scratch_generation_ = 0;
   std::mutex mu_;
   std::unordered_map<const void*, std::shared_ptr<DeviceMatrix>> weights_;
+  std::unordered_set<const void*> ours_;  // the DeviceMatrix objects of this backend (Matrix::packed)
 };
 
 }  // namespace

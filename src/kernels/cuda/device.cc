@@ -133,6 +133,12 @@ void copy_device(void* dst, const void* src, size_t bytes, Stream s) {
   if (bytes) LOCR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
 }
 
+void copy_device_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows,
+                    Stream s) {
+  if (width && rows)
+    LOCR_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDeviceToDevice, s));
+}
+
 void memset_device(void* dst, int value, size_t bytes, Stream s) {
   if (bytes) LOCR_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, s));
 }

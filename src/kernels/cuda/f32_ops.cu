@@ -18,15 +18,17 @@ using namespace detail;
 
 constexpr int kThreads = 256;
 
-__global__ void rms_norm_f32_kernel(const float* x, const uint16_t* w, float eps, int64_t dim, float* y) {
+// One block per group: group g of row g / groups at column (g % groups) * dim.
+__global__ void rms_norm_f32_kernel(const float* x, int64_t x_stride, const uint16_t* w, float eps, int64_t groups,
+                                    int64_t dim, float* y, int64_t y_stride) {
   __shared__ float scratch[33];
-  const int64_t r = blockIdx.x;
-  const float* xr = x + r * dim;
+  const int64_t r = blockIdx.x / groups, g = blockIdx.x % groups;
+  const float* xr = x + r * x_stride + g * dim;
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
   ss = block_sum(ss, scratch);
   const float inv = rsqrtf(ss / static_cast<float>(dim) + eps);
-  float* yr = y + r * dim;
+  float* yr = y + r * y_stride + g * dim;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = (xr[i] * inv) * load_bf16(w + i);
 }
 
@@ -45,12 +47,22 @@ __global__ void rope_table_f32_kernel(float* x, int64_t rows, int64_t n_heads, i
   }
 }
 
-__global__ void silu_mul_f32_kernel(const float* gate, const float* up, float* out, int64_t n) {
+__global__ void silu_mul_f32_kernel(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                                    float* out, int64_t out_stride, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    out[i] = (g / (1.0f + expf(-g))) * up[i];
+    const int64_t r = i / cols, c = i % cols;
+    const float g = gate[r * gate_stride + c];
+    out[r * out_stride + c] = (g / (1.0f + expf(-g))) * up[r * up_stride + c];
   }
+}
+
+__global__ void f32_to_bf16_2d_kernel(const float* x, int64_t ldx, int64_t rows, int64_t cols, uint16_t* y) {
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    store_bf16(y + i, x[(i / cols) * ldx + i % cols]);
 }
 
 __global__ void gelu_f32_kernel(float* x, int64_t n) {
@@ -69,9 +81,11 @@ __global__ void add_f32_kernel(float* y, const float* x, int64_t n) {
 
 }  // namespace
 
-void rms_norm_f32(const float* x, const bf16* w, float eps, int64_t rows, int64_t dim, float* y, Stream s) {
-  if (rows <= 0 || dim <= 0) return;
-  rms_norm_f32_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, w, eps, dim, y);
+void rms_norm_f32(const float* x, int64_t x_stride, const bf16* w, float eps, int64_t rows, int64_t groups,
+                  int64_t dim, float* y, int64_t y_stride, Stream s) {
+  if (rows <= 0 || groups <= 0 || dim <= 0) return;
+  rms_norm_f32_kernel<<<static_cast<unsigned>(rows * groups), kThreads, 0, s>>>(x, x_stride, w, eps, groups, dim, y,
+                                                                                y_stride);
   LOCR_CUDA_LAUNCHED("rms_norm_f32");
 }
 
@@ -83,10 +97,20 @@ void rope_table_f32(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, i
   LOCR_CUDA_LAUNCHED("rope_table_f32");
 }
 
-void silu_mul_f32(const float* gate, const float* up, float* out, int64_t n, Stream s) {
+void silu_mul_f32(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out,
+                  int64_t out_stride, int64_t rows, int64_t cols, Stream s) {
+  const int64_t n = rows * cols;
   if (n <= 0) return;
-  silu_mul_f32_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(gate, up, out, n);
+  silu_mul_f32_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(gate, gate_stride, up, up_stride, out, out_stride,
+                                                                 rows, cols);
   LOCR_CUDA_LAUNCHED("silu_mul_f32");
+}
+
+void f32_to_bf16_2d(const float* x, int64_t ldx, int64_t rows, int64_t cols, bf16* y, Stream s) {
+  const int64_t n = rows * cols;
+  if (n <= 0) return;
+  f32_to_bf16_2d_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(x, ldx, rows, cols, y);
+  LOCR_CUDA_LAUNCHED("f32_to_bf16_2d");
 }
 
 void gelu_f32(float* x, int64_t n, Stream s) {

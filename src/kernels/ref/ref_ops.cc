@@ -16,8 +16,9 @@ class RefOps final : public Ops {
  public:
   const char* name() const override { return "ref"; }
 
-  void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
-    const int64_t N = w.rows, K = w.cols;
+  // The backend's kernels (Ops checked each call's contract).
+  void run_matmul(const View& xv, const Matrix& w, const View& yv) override {
+    const int64_t M = xv.rows, N = w.rows, K = w.cols;
     // Parallel over output elements; each is an independent f64-accumulated dot product.
     ThreadPool::global().parallel_for(M * N, 64, [&](int64_t b, int64_t e, int) {
       std::vector<float> wrow;
@@ -30,33 +31,33 @@ class RefOps final : public Ops {
           cached = n;
         }
         double acc = 0;
-        const float* xr = x + m * K;
+        const float* xr = xv.f32() + m * xv.stride;
         for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(xr[k]) * wrow[k];
-        y[idx] = static_cast<float>(acc);
+        yv.f32()[m * yv.stride + n] = static_cast<float>(acc);
       }
     });
   }
 
-  void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) override {
-    LOCR_CHECK(w.rows * w.cols == dim, "rms_norm weight size ", w.rows * w.cols, " != ", dim);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * dim;
-      double ss = 0;
-      for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / dim + eps));
-      float* yr = y + r * dim;
-      for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] * inv) * w.at(0, i);
-    }
+  void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) override {
+    const int64_t dim = w.rows * w.cols, groups = x.cols / dim;
+    for (int64_t r = 0; r < x.rows; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* xr = x.f32() + r * x.stride + g * dim;
+        double ss = 0;
+        for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+        const float inv = static_cast<float>(1.0 / std::sqrt(ss / dim + eps));
+        float* yr = y.f32() + r * y.stride + g * dim;
+        for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] * inv) * w.at(0, i);
+      }
   }
 
-  void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
-            const float* sin) override {
-    const int64_t half = head_dim / 2;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* c = cos + r * half;
-      const float* s = sin + r * half;
+  void run_rope(const View& x, const View& cos, const View& sin) override {
+    const int64_t half = cos.cols, head_dim = 2 * half, n_heads = x.cols / head_dim;
+    for (int64_t r = 0; r < x.rows; ++r) {
+      const float* c = cos.f32() + r * half;
+      const float* s = sin.f32() + r * half;
       for (int64_t h = 0; h < n_heads; ++h) {
-        float* xh = x + r * stride + h * head_dim;
+        float* xh = x.f32() + r * x.stride + h * head_dim;
         for (int64_t d = 0; d < half; ++d) {
           const float a = xh[d], b = xh[d + half];
           xh[d] = a * c[d] - b * s[d];
@@ -66,28 +67,31 @@ class RefOps final : public Ops {
     }
   }
 
-  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = gate[i];
-      out[i] = (g / (1.0f + std::exp(-g))) * up[i];
-    }
+  void run_silu_mul(const View& gate, const View& up, const View& out) override {
+    for (int64_t r = 0; r < gate.rows; ++r)
+      for (int64_t i = 0; i < gate.cols; ++i) {
+        const float g = gate.f32()[r * gate.stride + i];
+        out.f32()[r * out.stride + i] = (g / (1.0f + std::exp(-g))) * up.f32()[r * up.stride + i];
+      }
   }
 
-  void gelu(float* x, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i)
+  void run_gelu(const View& xv) override {
+    float* x = xv.f32();
+    for (int64_t i = 0; i < xv.numel(); ++i)
       x[i] = static_cast<float>(0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))));
   }
 
-  void add(float* y, const float* x, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  void run_add(const View& y, const View& x) override {
+    for (int64_t i = 0; i < y.numel(); ++i) y.f32()[i] += x.f32()[i];
   }
 
-  void attention(const float* q, const void* k, const void* v, float* out, const AttentionParams& p) override {
-    LOCR_CHECK(p.n_heads % p.n_kv_heads == 0);
-    LOCR_CHECK(p.kv_dtype == DType::kF32 || p.kv_dtype == DType::kBF16 || p.kv_dtype == DType::kF8E4M3,
-               "attention kv dtype ", dtype_name(p.kv_dtype));
+  void run_attention(const View& qv, const View& kv_k, const View& kv_v, const View& outv,
+                     const AttentionParams& p) override {
+    const float* q = qv.f32();
+    const void* k = kv_k.data;
+    const void* v = kv_v.data;
+    float* out = outv.f32();
     const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
-    LOCR_CHECK(!kv_fp8 || (p.k_scale && p.v_scale), "FP8 KV without scales");
     // Element e of k / v row `row` as a double (an FP8 one times its head's scale).
     auto kv_at = [&](const void* base, const float* scale, int64_t row, int64_t e) -> double {
       const int64_t i = row * p.kv_stride + e;
@@ -130,10 +134,12 @@ class RefOps final : public Ops {
     });
   }
 
-  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) override {
-    for (int64_t i = 0; i < n; ++i) {
+  void run_embed(const Matrix& table, const View& idv, const View& outv) override {
+    const int32_t* ids = idv.as<const int32_t>();
+    float* out = outv.f32();
+    for (int64_t i = 0; i < idv.numel(); ++i) {
       LOCR_CHECK(ids[i] >= 0 && ids[i] < table.rows, "token id ", ids[i], " outside the embedding table");
-      for (int64_t c = 0; c < table.cols; ++c) out[i * table.cols + c] = table.at(ids[i], c);
+      for (int64_t c = 0; c < table.cols; ++c) out[i * outv.stride + c] = table.at(ids[i], c);
     }
   }
 };
