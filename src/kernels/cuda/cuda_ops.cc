@@ -15,11 +15,14 @@ namespace locr::kernels::cuda {
 
 namespace {
 
-// A weight on the device, BF16 [rows, cols].
+// A weight on the device: BF16 [rows, cols], or Q8_0 / Q4_K / Q6_K rows in their GGUF blocks.
 struct DeviceMatrix {
   DeviceBuffer buf;
+  DType dtype = DType::kBF16;
   int64_t rows = 0, cols = 0;
 };
+
+bool quantized(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ6_K; }
 
 std::vector<uint16_t> to_bf16(const Matrix& m) {
   const int64_t n = m.rows * m.cols;
@@ -35,8 +38,8 @@ std::vector<uint16_t> to_bf16(const Matrix& m) {
       for (int64_t i = 0; i < n; ++i) out[i] = locr::f32_to_bf16(locr::f16_to_f32(static_cast<const uint16_t*>(m.data)[i]));
       break;
     default:
-      fail(ErrorKind::kUnsupported, "backend cuda: weights must be F32, F16 or BF16, got ", dtype_name(m.dtype),
-           " (quantized weights run on the CPU backends)");
+      fail(ErrorKind::kUnsupported, "backend cuda: weights must be F32, F16, BF16, Q8_0, Q4_K or Q6_K, got ",
+           dtype_name(m.dtype));
   }
   return out;
 }
@@ -50,6 +53,7 @@ class CudaOps : public Ops {
     } catch (...) {
     }
     weights_.clear();
+    uploaded_.clear();
     destroy_stream(stream_);
   }
   const char* name() const override { return "cuda"; }
@@ -57,18 +61,25 @@ class CudaOps : public Ops {
   Stream stream() const { return stream_; }
 
   // Uploads now (the checkpoint's pages of a prepared weight are then handed back by the loader).
-  void prepare(Matrix& w) override { w.packed = device(w); }
+  void prepare(Matrix& w) override {
+    if (!own(w)) w.packed = device(w);
+  }
 
   void matmul(const float* x, int64_t M, const Matrix& w, float* y) override {
-    const std::shared_ptr<DeviceMatrix> d = device(w);
+    if (M <= 0) return;
+    const std::shared_ptr<DeviceMatrix> d = weight(w);
     const int64_t K = d->cols, N = d->rows;
+    if (quantized(d->dtype)) {
+      matmul_quantized(x, M, *d, y);
+      return;
+    }
     bf16* xb = scratch_bf16(kX, M * K);
     f32_to_bf16(x, xb, M * K, stream_);
     gemm_.run(xb, M, K, K, d->buf.as<const bf16>(), N, K, y, false, N, false, stream_);
   }
 
   void rms_norm(const float* x, const Matrix& w, float eps, int64_t rows, int64_t dim, float* y) override {
-    rms_norm_f32(x, device(w)->buf.as<const bf16>(), eps, rows, dim, y, stream_);
+    rms_norm_f32(x, bf16_weight(w, "rms_norm")->buf.as<const bf16>(), eps, rows, dim, y, stream_);
   }
 
   void rope(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t stride, const float* cos,
@@ -117,7 +128,11 @@ class CudaOps : public Ops {
   }
 
   void embed(const Matrix& table, const int32_t* ids, int64_t n, float* out) override {
-    const std::shared_ptr<DeviceMatrix> d = device(table);
+    const std::shared_ptr<DeviceMatrix> d = weight(table);
+    if (quantized(d->dtype)) {  // a GGUF's quantized token_embd: rows decoded exactly
+      embed_quantized(d->dtype, d->buf.get(), d->cols, ids, n, out, stream_);
+      return;
+    }
     cuda::embed(d->buf.as<const bf16>(), ids, n, d->cols, out, stream_);
   }
 
@@ -143,7 +158,12 @@ class CudaOps : public Ops {
 
   void kv_store(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n,
                 const KvLayer& kv) override {
-    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
+    if (kv.dtype == DType::kF8E4M3) {  // from the F32 rows, as kv_store_host
+      kv_store_fp8(k, v, stride, slots, n, static_cast<int>(kv.n_kv_heads), static_cast<int>(kv.head_dim),
+                   static_cast<uint8_t*>(kv.k), static_cast<uint8_t*>(kv.v), kv.k_scale, kv.v_scale, stream_);
+      return;
+    }
+    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16 or F8_E4M3, not ", dtype_name(kv.dtype));
     bf16* kb = scratch_bf16(kKv, 2 * n * stride);
     bf16* vb = kb + n * stride;
     f32_to_bf16(k, kb, n * stride, stream_);
@@ -153,14 +173,20 @@ class CudaOps : public Ops {
 
   void paged_attention(const float* q, int64_t q_stride, const KvLayer& kv, const PagedBatch& b, int64_t n_heads,
                        float scale, float* out, int64_t out_stride) override {
-    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
+    LOCR_CHECK(kv.dtype == DType::kBF16 || kv.dtype == DType::kF8E4M3,
+               "backend cuda: the KV cache is BF16 or F8_E4M3, not ", dtype_name(kv.dtype));
     const int64_t rows = b.host_cu_q[b.n_seqs];
     bf16* qb = scratch_bf16(kQ, rows * q_stride);
     bf16* ob = scratch_bf16(kOut, rows * out_stride);
     f32_to_bf16(q, qb, rows * q_stride, stream_);
     PagedAttention pa;
     pa.q = qb, pa.out = ob;
-    pa.k_cache = static_cast<const bf16*>(kv.k), pa.v_cache = static_cast<const bf16*>(kv.v);
+    if (kv.dtype == DType::kF8E4M3) {
+      pa.k_fp8 = static_cast<const uint8_t*>(kv.k), pa.v_fp8 = static_cast<const uint8_t*>(kv.v);
+      pa.k_scale = kv.k_scale, pa.v_scale = kv.v_scale;
+    } else {
+      pa.k_cache = static_cast<const bf16*>(kv.k), pa.v_cache = static_cast<const bf16*>(kv.v);
+    }
     pa.block_tables = b.tables;
     pa.max_blocks = static_cast<int>(b.max_blocks);
     pa.cu_q = b.cu_q, pa.seq_lens = b.seq_lens;
@@ -189,7 +215,30 @@ class CudaOps : public Ops {
   }
 
  private:
-  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kSlots };
+  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kW, kSlots };
+
+  // Quantized weights: up to kQuantGemvMaxRows rows by the GEMV kernel (weights decoded in
+  // registers, F32 activations, F32 sums); more by cuBLASLt on BF16 inputs, the weight dequantized
+  // to BF16 a chunk of rows at a time (at most kDequantChunk weights of scratch) and x rounded to
+  // BF16, as for a BF16 weight.
+  static constexpr int64_t kDequantChunk = int64_t{8} << 20;
+  void matmul_quantized(const float* x, int64_t M, const DeviceMatrix& d, float* y) {
+    const int64_t K = d.cols, N = d.rows;
+    if (M <= kQuantGemvMaxRows) {
+      quant_gemv(d.dtype, d.buf.get(), N, K, x, M, y, stream_);
+      return;
+    }
+    bf16* xb = scratch_bf16(kX, M * K);
+    f32_to_bf16(x, xb, M * K, stream_);
+    const int64_t chunk = std::min(N, std::max<int64_t>(64, kDequantChunk / K));
+    bf16* wb = scratch_bf16(kW, chunk * K);
+    const int64_t row_bytes = dtype_row_bytes(d.dtype, K);
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t nc = std::min(chunk, N - n0);
+      dequantize_to_bf16(d.dtype, d.buf.as<const uint8_t>() + n0 * row_bytes, nc, K, wb, stream_);
+      gemm_.run(xb, M, K, K, wb, nc, K, y + n0, false, N, false, stream_);
+    }
+  }
 
   // Grow-only scratch per slot. Growing reallocates (after the queued work that may read the old
   // buffer): the decode graphs are captured after an eager run of the same shapes, so a replay
@@ -207,31 +256,77 @@ class CudaOps : public Ops {
     return static_cast<bf16*>(scratch(slot, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(bf16)));
   }
 
+  // The device copy a matmul reads: the one prepare attached (the host data may be gone since), or
+  // the one uploaded at first use.
+  std::shared_ptr<DeviceMatrix> weight(const Matrix& w) {
+    if (own(w)) return std::static_pointer_cast<DeviceMatrix>(w.packed);
+    return device(w);
+  }
+  // A weight read as BF16 by a kernel of its own (norm weights, the embedding table).
+  std::shared_ptr<DeviceMatrix> bf16_weight(const Matrix& w, const char* op) {
+    std::shared_ptr<DeviceMatrix> d = weight(w);
+    if (quantized(d->dtype))
+      fail(ErrorKind::kUnsupported, "backend cuda: ", op, " reads F32, F16 or BF16 weights, not ", dtype_name(d->dtype));
+    return d;
+  }
+  // w.packed is a device copy made by this backend (not another backend's packing): one of ours
+  // that is alive (w.packed may hold it) sits at that address.
+  bool own(const Matrix& w) {
+    if (!w.packed) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = uploaded_.find(w.packed.get());
+    return it != uploaded_.end() && !it->second.expired();
+  }
+
   // The device copy of a weight, uploaded at its first use (or at prepare) and kept for the life
-  // of the backend; keyed by the host data it was made from.
+  // of the backend; keyed by the host data it was made from, while that data lives (a loader may
+  // free a prepared weight's buffer, and a later one may get the same address).
   std::shared_ptr<DeviceMatrix> device(const Matrix& w) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = weights_.find(w.data);
-    if (it != weights_.end()) {
-      LOCR_CHECK(it->second->rows == w.rows && it->second->cols == w.cols, "backend cuda: weight shape changed");
-      return it->second;
+    if (it != weights_.end() && it->second.host_gone()) {
+      weights_.erase(it);  // its device copy lives on while a prepared Matrix holds it
+    } else if (it != weights_.end()) {
+      const DeviceMatrix& d = *it->second.dev;
+      LOCR_CHECK(d.rows == w.rows && d.cols == w.cols && d.dtype == device_dtype(w.dtype),
+                 "backend cuda: weight shape changed");
+      return it->second.dev;
     }
-    const std::vector<uint16_t> h = to_bf16(w);
+    LOCR_CHECK(w.data, "backend cuda: a weight without host data that this backend did not prepare");
     auto d = std::make_shared<DeviceMatrix>();
-    d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
-    d->rows = w.rows, d->cols = w.cols;
-    copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
-    cuda::synchronize(stream_);  // `h` is pageable and goes out of scope
-    weights_.emplace(w.data, d);
+    d->rows = w.rows, d->cols = w.cols, d->dtype = device_dtype(w.dtype);
+    if (quantized(w.dtype)) {  // the GGUF blocks as they are
+      const size_t bytes = static_cast<size_t>(w.rows * dtype_row_bytes(w.dtype, w.cols));
+      d->buf = DeviceBuffer(bytes);
+      copy_to_device(d->buf.get(), w.data, bytes, stream_);
+    } else {
+      const std::vector<uint16_t> h = to_bf16(w);
+      d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
+      copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
+    }
+    cuda::synchronize(stream_);  // the host copy is pageable and may go out of scope
+    weights_[w.data] = Uploaded{d, w.holder, w.holder != nullptr};
+    uploaded_[d.get()] = d;
     return d;
   }
+  static DType device_dtype(DType t) { return quantized(t) ? t : DType::kBF16; }
+
+  struct Uploaded {
+    std::shared_ptr<DeviceMatrix> dev;
+    std::weak_ptr<void> holder;  // the host data's owner, when it had one
+    bool had_holder = false;
+    bool host_gone() const { return had_holder && holder.expired(); }
+  };
 
   Stream stream_;
   Gemm gemm_;
   DeviceBuffer scratch_[kSlots];
   uint64_t scratch_generation_ = 0;
   std::mutex mu_;
-  std::unordered_map<const void*, std::shared_ptr<DeviceMatrix>> weights_;
+  std::unordered_map<const void*, Uploaded> weights_;
+  // Every device copy made here, by address (own() never takes another object at a freed address for
+  // one of ours: the entry of a freed copy has expired).
+  std::unordered_map<const void*, std::weak_ptr<DeviceMatrix>> uploaded_;
 };
 
 }  // namespace
