@@ -107,6 +107,18 @@ struct Seq {
   std::vector<int64_t> image_rows;
 };
 
+// The sequence of an image prompt: its image-token rows take the embeddings' rows in order.
+Seq image_seq(const model::Prompt& p, std::shared_ptr<model::ImageEmbeds> emb, int32_t image_token_id) {
+  Seq s;
+  s.ids = p.ids;
+  s.images = std::move(emb);
+  s.image_rows.assign(p.ids.size(), -1);
+  int64_t r = 0;
+  for (size_t t = 0; t < p.ids.size(); ++t)
+    if (p.ids[t] == image_token_id) s.image_rows[t] = r++;
+  return s;
+}
+
 // Runs a prefill of every sequence in one step, then `steps` teacher-forced decode steps of all
 // of them together (the next ids given), returning per step the logits [n_seqs, V].
 std::vector<std::vector<float>> run_steps(model::Executor& ex, std::vector<Seq>& seqs,
@@ -196,12 +208,7 @@ TEST(CudaModel, LogitsHiddenStatesAndImageEmbeddingsMatchCpuF32) {
   auto make = [&](std::shared_ptr<model::ImageEmbeds> emb) {
     std::vector<Seq> s(3);
     s[0].ids = text_ids(cpu, "Hello, how are you?");
-    s[1].ids = p.ids;
-    s[1].images = emb;
-    s[1].image_rows.assign(p.ids.size(), -1);
-    int64_t r = 0;
-    for (size_t t = 0; t < p.ids.size(); ++t)
-      if (p.ids[t] == cpu.config().image_token_id) s[1].image_rows[t] = r++;
+    s[1] = image_seq(p, emb, cpu.config().image_token_id);
     s[2].ids = text_ids(cpu, "The future of AI is");
     return s;
   };
@@ -535,12 +542,7 @@ void expect_model_matches_ref(const model::LightOnOcr& ref, const model::LightOn
   auto make = [&](std::shared_ptr<model::ImageEmbeds> emb) {
     std::vector<Seq> s(2);
     s[0].ids = text_ids(ref, "Quantized weights, FP8 keys.");
-    s[1].ids = p.ids;
-    s[1].images = emb;
-    s[1].image_rows.assign(p.ids.size(), -1);
-    int64_t r = 0;
-    for (size_t t = 0; t < p.ids.size(); ++t)
-      if (p.ids[t] == ref.config().image_token_id) s[1].image_rows[t] = r++;
+    s[1] = image_seq(p, emb, ref.config().image_token_id);
     return s;
   };
   const std::vector<std::vector<int32_t>> forced{{101, 202, 303, 404}, {55, 66, 77, 88}};

@@ -1,6 +1,7 @@
 // Random inputs and weight matrices for the kernel tests (cpu_ops_test.cc, op_table_test.cc).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -41,6 +42,15 @@ inline Matrix make_matrix(DType dt, int64_t rows, int64_t cols, uint32_t seed, f
     m.holder = buf;
   }
   return m;
+}
+
+// The F32 matmul bound of docs/numerics.md for y[m, n] of y = x W^T (x rows of w.cols):
+// 8 sqrt(K) u32 sum_k |x[m, k] W[n, k]|, for kernels whose only rounding is their F32 sums.
+inline double f32_matmul_tolerance(const Matrix& w, const float* x, int64_t m, int64_t n) {
+  const int64_t K = w.cols;
+  double abs_sum = 0;
+  for (int64_t k = 0; k < K; ++k) abs_sum += std::fabs(static_cast<double>(x[m * K + k]) * w.at(n, k));
+  return 8 * std::sqrt(static_cast<double>(K)) * std::ldexp(1.0, -24) * abs_sum;
 }
 
 // A host weight matrix of GGUF Q8_0, Q4_K or Q6_K blocks: uniform values in [-scale, scale]
