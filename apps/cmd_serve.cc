@@ -115,7 +115,7 @@ void declare(Args& a) {
   a.option("block-size", "KV cache block size in tokens (default 16)", "N");
   a.option("kv-cache-dtype", "KV cache element type: auto (default: bfloat16 on cpu-bf16 and CUDA, float32 on "
                              "cpu-f32/ref), bfloat16, fp8 / fp8_e4m3 (FP8 E4M3 with a scale per token and kv head, "
-                             "~1.94x the tokens of bfloat16 per byte; CPU backends)", "TYPE");
+                             "~1.94x the tokens of bfloat16 per byte)", "TYPE");
   a.option("seed", "seeds the per-request seeds of requests that give none (default 0)", "N");
   a.flag("enable-prefix-caching", "reuse KV blocks of equal prompt prefixes (default on; --no-enable-prefix-caching)");
   a.option("gpu-memory-utilization", "fraction of RAM for weights + activations + KV cache (default 0.9)", "F");
@@ -273,8 +273,7 @@ int cmd_serve(int argc, char** argv) {
       handled.insert("compilation-config");
     }
   }
-  // --kv-cache-dtype auto | bfloat16 | fp8 | fp8_e4m3 (model/kv_cache_dtype.h); fp8 on CUDA is
-  // refused at load (the CUDA executor keeps a bfloat16 cache).
+  // --kv-cache-dtype auto | bfloat16 | fp8 | fp8_e4m3 (model/kv_cache_dtype.h), on every backend.
   std::string kv_cache_dtype;
   if (a.has("kv-cache-dtype")) {
     kv_cache_dtype = a.get("kv-cache-dtype");

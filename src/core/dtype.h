@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/host_device.h"
+
 namespace locr {
 
 // kQ8_0, kQ4_K and kQ6_K are block types (GGUF's Q8_0: 32 int8 and an f16 scale in 34 bytes; Q4_K:
@@ -24,15 +26,15 @@ const char* dtype_name(DType t);  // safetensors spelling: "F32", "BF16", ...
 // Parses a safetensors dtype string; returns false if unknown.
 bool parse_dtype(std::string_view s, DType* out);
 
-inline float bf16_to_f32(uint16_t h) {
+LOCR_HOST_DEVICE inline float bf16_to_f32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
 
-// Round to nearest even, NaN preserved (as torch does).
-inline uint16_t f32_to_bf16(float f) {
+// Round to nearest even, NaN preserved (as torch does). Host and device (core/host_device.h).
+LOCR_HOST_DEVICE inline uint16_t f32_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);

@@ -2,18 +2,23 @@
 // (bias 7), 3 mantissa bits; no infinities, S.1111.111 (0x7f, 0xff) is NaN, so the largest finite
 // value is 1.75 * 2^8 = 448; exponent 0 holds the subnormals m/8 * 2^-6 (smallest 2^-9).
 // Portable scalar conversions (no ISA assumptions); the KV cache stores its keys and values so.
+// The functions are LOCR_HOST_DEVICE: the CUDA backend's kv_store and attention run this source, so
+// the device writes the bytes kernels::kv_store_host writes.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+
+#include "core/host_device.h"
 
 namespace locr {
 
 inline constexpr float kFp8E4M3Max = 448.0f;
 
 // Exact: every E4M3 value is an f32 value.
-inline float fp8_e4m3_to_f32(uint8_t b) {
+LOCR_HOST_DEVICE inline float fp8_e4m3_to_f32(uint8_t b) {
   const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
   const uint32_t em = b & 0x7fu;
   float f;
@@ -34,7 +39,7 @@ inline float fp8_e4m3_to_f32(uint8_t b) {
 
 // Round to nearest, ties to even; magnitudes past 448 (and infinities) saturate to +-448, NaN
 // stays NaN (sign kept).
-inline uint8_t f32_to_fp8_e4m3(float x) {
+LOCR_HOST_DEVICE inline uint8_t f32_to_fp8_e4m3(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
@@ -57,6 +62,16 @@ inline uint8_t f32_to_fp8_e4m3(float x) {
   // which E4M3 cannot hold (0x7f is NaN): saturate.
   if (code > 0x7e) code = 0x7e;
   return static_cast<uint8_t>(sign | code);
+}
+
+// The scale of one KV head stored as E4M3 (kernels::KvLayer): amax / 448, so the largest magnitude
+// maps to 448 and every head uses the whole range; at least FLT_MIN, so 1 / scale is finite. NaN
+// when the head holds a non-finite value (`finite` false), so attention sees NaN rather than a
+// clipped value. Element x is then stored as f32_to_fp8_e4m3(x * (1.0f / scale)).
+LOCR_HOST_DEVICE inline float fp8_e4m3_head_scale(float amax, bool finite) {
+  if (!finite) return std::numeric_limits<float>::quiet_NaN();
+  const float s = amax / kFp8E4M3Max;
+  return s > std::numeric_limits<float>::min() ? s : std::numeric_limits<float>::min();
 }
 
 }  // namespace locr

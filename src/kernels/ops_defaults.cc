@@ -66,9 +66,8 @@ void Ops::run_patch_merge(const View& in, int grid_h, int grid_w, int m, const V
 
 namespace {
 
-// One head of head_dim values to FP8 E4M3 with scale amax / 448 (so the largest magnitude maps
-// to 448 and every head uses the whole range; at least FLT_MIN, so 1 / scale is finite). A
-// non-finite input makes the scale NaN, so attention sees NaN rather than a clipped value.
+// One head of head_dim values to FP8 E4M3 with its scale (core/fp8.h fp8_e4m3_head_scale: amax / 448;
+// the CUDA backend's kv_store computes the same scale and bytes, kernels/cuda/kv_fp8.cu).
 void store_fp8_head(const float* x, int64_t n, uint8_t* q, float* scale) {
   float amax = 0.0f;
   bool finite = true;
@@ -77,8 +76,7 @@ void store_fp8_head(const float* x, int64_t n, uint8_t* q, float* scale) {
     finite = finite && a <= std::numeric_limits<float>::max();
     amax = a > amax ? a : amax;
   }
-  const float s = finite ? std::max(amax / kFp8E4M3Max, std::numeric_limits<float>::min())
-                         : std::numeric_limits<float>::quiet_NaN();
+  const float s = fp8_e4m3_head_scale(amax, finite);
   const float inv = 1.0f / s;
   for (int64_t i = 0; i < n; ++i) q[i] = f32_to_fp8_e4m3(x[i] * inv);  // |x| * inv may round past 448: saturates
   *scale = s;

@@ -14,7 +14,7 @@
 //
 // The converter row-permutes the vision q/k weights for ggml's interleaved RoPE
 // (LlamaModel.permute); binding undoes it, so the weights are the HF rotate-half layout again.
-// Quantized tensors without native kernels (Q5_K, Q4_0, ...; all of them for CUDA) are dequantized
+// Quantized tensors without native kernels (Q5_K, Q4_0, ...) are dequantized
 // once at load (bind_gguf_matrix) to F32 or
 // BF16, with one notice per file.
 #pragma once
@@ -50,8 +50,9 @@ std::string gguf_chat_template(const io::GgufFile& text);
 // Binds and shape-checks every tensor of both files into ModelWeights (has_vision = false without
 // an mmproj). Missing tensors, wrong shapes and tensors no code reads are errors naming them, as
 // load_weights. `dequantize_to` (F32 or BF16) is the type quantized tensors are expanded to, except
-// the Q8_0, Q4_K and Q6_K 2-D ones with `keep_quantized` (the CPU backends: their integer kernels
-// run them, kernels/cpu/quant_q8_0.h, quant_q4_k.h, quant_q6_k.h), which stay in the mapped file as
+// the Q8_0, Q4_K and Q6_K 2-D ones with `keep_quantized` (every backend has kernels for them: the
+// CPU's integer kernels, kernels/cpu/quant_q8_0.h, quant_q4_k.h, quant_q6_k.h; CUDA's in
+// kernels/cuda/quant_gemv.cu), which stay in the mapped file as
 // DType::kQ8_0 / kQ4_K / kQ6_K matrices. With
 // `pack`, each matmul weight held in a buffer of its own (dequantized, or the permuted vision q/k)
 // is packed by that backend as it is bound and the buffer dropped (its `data` is then null): the

@@ -106,18 +106,10 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
 }
 
 void LightOnOcr::make_parts(const LoadOptions& opts) {
-  const bool cuda = opts.backend == "cuda";
   const std::optional<DType> kv = parse_kv_cache_dtype(opts.kv_cache_dtype);
-  if (cuda && kv && *kv != DType::kBF16)
-    fail(ErrorKind::kUnsupported, "--kv-cache-dtype ", opts.kv_cache_dtype, ": the CUDA executor keeps its KV cache "
-         "in bfloat16 (--kv-cache-dtype auto or bfloat16); the FP8 KV cache runs on the CPU backends (cpu-bf16, "
-         "cpu-f32, ref)");
-  if (!opts.quantization.empty()) {
-    if (cuda) fail(ErrorKind::kUnsupported, "--quantization ", opts.quantization, " runs on the CPU backends only");
-    quantize_weights(weights_, opts.quantization);
-  }
+  if (!opts.quantization.empty()) quantize_weights(weights_, opts.quantization);
   // Every backend runs the same TextDecoder / VisionEncoder / Projector; "cuda" uploads each weight
-  // as BF16 here (its prepare) and keeps activations on the device.
+  // here (its prepare: BF16, or a quantized one in its blocks) and keeps activations on the device.
   if (!ops_) ops_ = kernels::make_ops(opts.backend);
   prepare_weights(weights_, *ops_);
   if (kv == DType::kF8E4M3) LOCR_INFO("KV cache: FP8 E4M3 with one f32 scale per token and kv head");

@@ -34,7 +34,7 @@ struct LoadOptions {
   int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
   std::string quantization;         // "" (the checkpoint's dtype) or "q8_0" (model/quantize_weights.h)
   std::string kv_cache_dtype;       // --kv-cache-dtype (model/kv_cache_dtype.h): "" / "auto" (the backend's),
-                                    // "bfloat16", "fp8" / "fp8_e4m3" (CPU backends)
+                                    // "bfloat16", "fp8" / "fp8_e4m3" (every backend)
   std::string mmproj;               // with a text GGUF model: the mmproj GGUF (vision + projector);
                                     // empty: a text-only model (images are refused)
 };

@@ -50,7 +50,6 @@ std::string gguf_template_source(const io::GgufFile& text, const std::string& pa
 
 std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const LoadOptions& opts) {
   if (!io::file_exists(path)) fail(ErrorKind::kNotFound, "model file not found: ", path);
-  const bool cuda = opts.backend == "cuda";
   kernels::check_backend_usable(opts.backend);
   const GgufCheckpoint ck = open_gguf_checkpoint(path, opts.mmproj);
   std::unique_ptr<LightOnOcr> m(new LightOnOcr());
@@ -95,15 +94,15 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   m->template_vars_["bos_token"] = nullptr;  // LightOnOCR's tokenizer_config: bos_token null
   m->template_ = ChatTemplate::parse(gguf_template_source(*ck.text, path, opts));
 
-  // The quantized types are dequantized for what the backend computes in: F32 for the FP32
-  // paths (ref, cpu-f32: the same numbers as the dequantized reference), BF16 otherwise (what
-  // cpu-bf16 and CUDA would round the weights to when packing them).
+  // The quantized types without kernels are dequantized for what the backend computes in: F32 for
+  // the FP32 paths (ref, cpu-f32: the same numbers as the dequantized reference), BF16 otherwise
+  // (what cpu-bf16 and CUDA would round the weights to when packing them).
   const DType deq = opts.backend == "ref" || opts.backend == "cpu-f32" ? DType::kF32 : DType::kBF16;
-  // The kernels first: the weights in buffers of their own are packed as they are bound.
-  m->ops_ = kernels::make_ops(cuda ? "cpu-f32" : opts.backend);
-  // Q8_0, Q4_K and Q6_K tensors stay as stored on the host backends (their integer kernels, or ref's exact
-  // dequantization per element); CUDA has no kernels for them yet: dequantized for it.
-  m->weights_ = load_gguf_weights(ck, m->config_, deq, cuda ? nullptr : m->ops_.get(), /*keep_quantized=*/!cuda);
+  // The kernels first: the weights in buffers of their own are packed (CUDA: uploaded) as they are bound.
+  m->ops_ = kernels::make_ops(opts.backend);
+  // Q8_0, Q4_K and Q6_K tensors stay as stored on every backend (the CPU's integer kernels, ref's
+  // exact dequantization per element, CUDA's GEMV and dequantizing GEMM on the blocks uploaded as they are).
+  m->weights_ = load_gguf_weights(ck, m->config_, deq, m->ops_.get(), /*keep_quantized=*/true);
   m->make_parts(opts);
   return m;
 }

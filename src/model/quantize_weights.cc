@@ -59,7 +59,7 @@ QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (k != "q8_0" && k != "q4_k" && k != "q4_k_m")
     fail(ErrorKind::kInvalidArgument, "--quantization ", method, " is not supported: use q8_0 (GGUF Q8_0, int8 "
-         "weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256; CPU backends) or "
+         "weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256) or "
          "q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K), or leave it out to run the checkpoint's own dtype");
   const bool mix = k == "q4_k_m";
   const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;

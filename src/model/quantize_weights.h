@@ -1,7 +1,7 @@
 // On-the-fly weight quantization at load (`--quantization q8_0|q4_k`): the matmul weights of a
 // loaded checkpoint (F32 / BF16 / F16) become GGUF Q8_0 (kernels/cpu/quant_q8_0.h: 1.06 bytes per
 // weight instead of 2) or Q4_K (kernels/cpu/quant_q4_k.h: 0.56 bytes per weight), with llama.cpp's
-// quantizers, run by the CPU backend's integer kernels.
+// quantizers, run by the CPU backend's integer kernels or the CUDA backend's quantized-weight kernels.
 //
 // Quantized: every linear layer of the text decoder, the vision encoder and the projector whose
 // input width is a whole number of blocks (32 for Q8_0, 256 for Q4_K; with q4_k a layer whose

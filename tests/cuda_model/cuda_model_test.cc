@@ -16,12 +16,14 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <numeric>
 #include <thread>
 
 #include "io/image.h"
 #include "kernels/cuda/cuda_api.h"
 #include "model/executor.h"
+#include "model/gguf_export.h"
 #include "model/lighton_ocr.h"
 #include "model/taps.h"
 #include "runtime/engine.h"
@@ -104,6 +106,18 @@ struct Seq {
   std::shared_ptr<model::ImageEmbeds> images;
   std::vector<int64_t> image_rows;
 };
+
+// The sequence of an image prompt: its image-token rows take the embeddings' rows in order.
+Seq image_seq(const model::Prompt& p, std::shared_ptr<model::ImageEmbeds> emb, int32_t image_token_id) {
+  Seq s;
+  s.ids = p.ids;
+  s.images = std::move(emb);
+  s.image_rows.assign(p.ids.size(), -1);
+  int64_t r = 0;
+  for (size_t t = 0; t < p.ids.size(); ++t)
+    if (p.ids[t] == image_token_id) s.image_rows[t] = r++;
+  return s;
+}
 
 // Runs a prefill of every sequence in one step, then `steps` teacher-forced decode steps of all
 // of them together (the next ids given), returning per step the logits [n_seqs, V].
@@ -194,12 +208,7 @@ TEST(CudaModel, LogitsHiddenStatesAndImageEmbeddingsMatchCpuF32) {
   auto make = [&](std::shared_ptr<model::ImageEmbeds> emb) {
     std::vector<Seq> s(3);
     s[0].ids = text_ids(cpu, "Hello, how are you?");
-    s[1].ids = p.ids;
-    s[1].images = emb;
-    s[1].image_rows.assign(p.ids.size(), -1);
-    int64_t r = 0;
-    for (size_t t = 0; t < p.ids.size(); ++t)
-      if (p.ids[t] == cpu.config().image_token_id) s[1].image_rows[t] = r++;
+    s[1] = image_seq(p, emb, cpu.config().image_token_id);
     s[2].ids = text_ids(cpu, "The future of AI is");
     return s;
   };
@@ -508,6 +517,99 @@ TEST(CudaModel, NamedTapsMatchCpuF32BelowTheLayer) {
     ASSERT_EQ(g[i].second.shape(), c[i].second.shape()) << c[i].first;
     expect_close(g[i].second.data<float>(), c[i].second.data<float>(), c[i].second.numel(), c[i].first, 1.0);
   }
+}
+
+// The image embeddings of one page, then a text and an image sequence prefilled in one step and
+// four teacher-forced decode steps (decode rows take the quantized GEMV, prefill rows and the
+// vision encoder the dequantizing GEMM): the GPU model against `ref` holding the same weights
+// (quantized ones dequantized exactly) and the same KV element type, within the BF16 tolerance of
+// the tests above.
+void expect_model_matches_ref(const model::LightOnOcr& ref, const model::LightOnOcr& gpu) {
+  const int64_t V = ref.config().text.vocab_size;
+  auto re = runtime::make_executor(ref, small_pool(false));
+  auto ge = runtime::make_executor(gpu, small_pool());
+  ASSERT_STREQ(ge->name(), "cuda");
+  const model::Prompt p = image_prompt(ref, 196, 252, 4);
+  auto embeds = [&](model::Executor& ex) {
+    auto job = ex.vision_begin(p.images);
+    ex.vision_run(*job, ex.vision_layers());
+    return ex.vision_finish(*job, nullptr);
+  };
+  const auto er = embeds(*re), eg = embeds(*ge);
+  const Tensor hr = er->to_host(), hg = eg->to_host();
+  ASSERT_EQ(hg.numel(), hr.numel());
+  expect_close(hg.data<float>(), hr.data<float>(), hr.numel(), "image_embeds", 1.0);
+  auto make = [&](std::shared_ptr<model::ImageEmbeds> emb) {
+    std::vector<Seq> s(2);
+    s[0].ids = text_ids(ref, "Quantized weights, FP8 keys.");
+    s[1] = image_seq(p, emb, ref.config().image_token_id);
+    return s;
+  };
+  const std::vector<std::vector<int32_t>> forced{{101, 202, 303, 404}, {55, 66, 77, 88}};
+  auto sr = make(er);
+  auto sg = make(eg);
+  const auto lr = run_steps(*re, sr, forced, 4);
+  const auto lg = run_steps(*ge, sg, forced, 4);
+  for (size_t st = 0; st < lr.size(); ++st)
+    for (int k = 0; k < 2; ++k) {
+      const float* a = lg[st].data() + k * V;
+      const float* b = lr[st].data() + k * V;
+      expect_close(a, b, V, "logits step " + std::to_string(st) + " seq " + std::to_string(k));
+      EXPECT_TRUE(near_argmax(b, V, static_cast<int32_t>(std::max_element(a, a + V) - a)))
+          << "step " << st << " seq " << k;
+    }
+}
+
+// --quantization (q8_0; q4_k_m, which gives this model Q4_K, Q6_K and Q8_0 matrices) and
+// --kv-cache-dtype fp8 on the GPU, alone and together.
+TEST(CudaModel, QuantizedWeightsAndFp8KvCacheMatchRef) {
+  SKIP_WITHOUT_GPU();
+  const std::pair<const char*, const char*> variants[] = {{"q8_0", ""}, {"q4_k_m", ""}, {"", "fp8"}, {"q4_k_m", "fp8"}};
+  for (const auto& [quant, kv] : variants) {
+    SCOPED_TRACE(std::string("quantization '") + quant + "', kv cache '" + kv + "'");
+    auto load_as = [&](const char* backend) {
+      model::LoadOptions lo;
+      lo.backend = backend;
+      lo.quantization = quant;
+      lo.kv_cache_dtype = kv;
+      return model::LightOnOcr::load(model_dir(), lo);
+    };
+    const auto ref = load_as("ref"), gpu = load_as("cuda");
+    EXPECT_EQ(gpu->decoder().kv_dtype(), *kv ? DType::kF8E4M3 : DType::kBF16);
+    if (*quant) {
+      std::set<DType> types;
+      for (const auto& L : gpu->weights().text.layers)
+        for (const kernels::Matrix* m : {&L.q_proj, &L.down_proj, &L.v_proj}) types.insert(m->dtype);
+      EXPECT_TRUE(types.count(DType::kQ8_0)) << "no Q8_0 matrix";
+      if (std::string(quant) == "q4_k_m") {
+        EXPECT_TRUE(types.count(DType::kQ4_K) && types.count(DType::kQ6_K));
+      }
+    }
+    expect_model_matches_ref(*ref, *gpu);
+  }
+}
+
+// A Q8_0 GGUF pair (locr quantize --type q8_0 of the test model) runs on the GPU with its blocks
+// uploaded as stored, the vision q/k rows unpermuted into buffers that are uploaded and dropped as
+// they are bound (a later buffer may reuse a freed one's address), and matches ref on the same files.
+TEST(CudaModel, Q8_0GgufRunsAsOnRef) {
+  SKIP_WITHOUT_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / ("locr_cuda_gguf_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string text = (dir / "tiny-q8_0.gguf").string(), mmproj = (dir / "mmproj-tiny-q8_0.gguf").string();
+  model::export_gguf(model_dir(), text, mmproj, model::GgufOutType::kQ8_0);
+  auto load_as = [&](const char* backend) {
+    model::LoadOptions lo;
+    lo.backend = backend;
+    lo.mmproj = mmproj;
+    return model::LightOnOcr::load(text, lo);
+  };
+  const auto ref = load_as("ref"), gpu = load_as("cuda");
+  EXPECT_EQ(gpu->weights().text.layers[0].q_proj.dtype, DType::kQ8_0);
+  EXPECT_EQ(gpu->weights().vision.layers[0].q_proj.dtype, DType::kQ8_0);
+  expect_model_matches_ref(*ref, *gpu);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

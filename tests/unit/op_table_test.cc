@@ -6,7 +6,8 @@
 // OpTable.EveryOpOfTheInterfaceHasACase reads ops.h and fails when an op has no case here.
 // Tolerances (docs/numerics.md, "Op table"): F32 backends 1e-5 relative to the output's scale
 // (ref accumulates in double, cpu-f32 in float); BF16 backends (cpu-bf16, cuda round GEMM inputs,
-// and cuda the attention query and KV rows, to BF16): 2^-6 of the scale.
+// and cuda the attention query and KV rows, to BF16): 2^-6 of the scale; the CPU backends' matmul
+// with quantized weights, which quantizes the activations too (Q8_0 per 32, Q8_K per 256): 2^-5.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -61,6 +62,7 @@ using testing_util::hv;
 using testing_util::hv_i32;
 using testing_util::hv_kv;
 using testing_util::make_matrix;
+using testing_util::make_quantized_matrix;
 using testing_util::random_vec;
 
 // A buffer in a backend's memory.
@@ -169,6 +171,31 @@ OP_CASE(matmul, stacked_parts) {
     got.insert(got.end(), y.begin(), y.end());
     want.insert(want.end(), yr.begin(), yr.end());
   }
+  return {got, want};
+});
+
+// GGUF Q8_0, Q4_K and Q6_K weights (llama.cpp's quantizers) against ref's exact dequantization:
+// rows of fewer units of 32 weights than a warp has lanes (K = 96) and more (K = 1184), and row
+// counts for cuda's GEMV (M <= 8) and its dequantizing GEMM (M = 17).
+OP_CASE(matmul, quantized_weights) {
+  std::vector<float> got, want;
+  const std::pair<DType, int64_t> shapes[] = {
+      {DType::kQ8_0, 96}, {DType::kQ8_0, 1184}, {DType::kQ4_K, 512}, {DType::kQ6_K, 256}};
+  for (const auto& [dt, K] : shapes)
+    for (int64_t M : {1, 3, 17}) {
+      const int64_t N = 37;
+      Matrix w = make_quantized_matrix(dt, N, K, 31 + static_cast<uint32_t>(M + K));
+      Matrix wr = w;
+      ops.prepare(w);
+      const auto x = random_vec(static_cast<size_t>(M * K), 6 + static_cast<uint32_t>(M));
+      Buf<float> xb(ops, x), yb(ops, static_cast<size_t>(M * N));
+      ops.matmul(xb.view(M, K), w, yb.view(M, N));
+      std::vector<float> yr(M * N);
+      ref.matmul(hv(x, M, K), wr, hv(yr, M, N));
+      const auto y = yb.host();
+      got.insert(got.end(), y.begin(), y.end());
+      want.insert(want.end(), yr.begin(), yr.end());
+    }
   return {got, want};
 });
 
@@ -304,6 +331,26 @@ OP_CASE(embed, bf16_table) {
   return {ob.host(), o};
 });
 
+// A GGUF's quantized token_embd (Q8_0, Q4_K, Q6_K): rows decoded as Matrix::at.
+OP_CASE(embed, quantized_tables) {
+  std::vector<float> got, want;
+  const std::vector<int32_t> ids{3, 0, 49, 3, 17};
+  for (DType dt : {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t dim = dt == DType::kQ8_0 ? 96 : 256;
+    Matrix t = make_quantized_matrix(dt, 50, dim, 26);
+    Buf<int32_t> ib(ops, ids);
+    Buf<float> ob(ops, ids.size() * dim);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    ops.embed(t, ib.view(), ob.view(n, dim));
+    std::vector<float> o(ids.size() * dim);
+    ref.embed(t, hv_i32(ids), hv(o, n, dim));
+    const auto h = ob.host();
+    got.insert(got.end(), h.begin(), h.end());
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  return {got, want};
+});
+
 OP_CASE(add_rms_norm, residual_and_norm) {
   const int64_t rows = 5, dim = 67;
   Matrix w = make_matrix(DType::kBF16, 1, dim, 19);
@@ -368,7 +415,7 @@ OP_CASE(kv_store, scattered_slots_every_kv_dtype) {
   const std::vector<int32_t> slots{9, 2, 14, 0, 7};
   const auto k = random_vec(static_cast<size_t>(n * stride), 22, -4, 4), v = random_vec(k.size(), 23, -4, 4);
   std::vector<DType> dts{DType::kF32, DType::kBF16, DType::kF8E4M3};
-  if (!ops.host_memory()) dts = {ops.kv_dtype()};  // a device backend keeps its cache in its own dtype
+  if (!ops.host_memory()) dts = {ops.kv_dtype(), DType::kF8E4M3};  // a device backend: its own, or FP8
   for (DType dt : dts) {
     Pool p(ops, dt, 16, nkv, hd), pr(ref, dt, 16, nkv, hd);
     Buf<float> kb(ops, k), vb(ops, v);
@@ -398,34 +445,43 @@ OP_CASE(paged_attention, three_sequences_shuffled_blocks) {
     seq_lens.push_back(static_cast<int32_t>(len));
   }
   const int64_t rows = cu_q.back();
-  // Every cached and new key/value row, stored by ref into a host pool of the backend's KV dtype,
-  // then copied to the backend: both attend over the same stored bits.
-  const DType dt = ops.kv_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
-  Pool host(ref, dt, 24 * bs, nkv, hd);
-  for (int64_t i = 0; i < n_seqs; ++i)
-    for (int64_t j = 0; j < seq_lens[i]; ++j) {
-      const auto kv = random_vec(static_cast<size_t>(2 * w), static_cast<uint32_t>(100 + i * 64 + j));
-      const int32_t slot = tables[i * max_blocks + j / bs] * bs + static_cast<int32_t>(j % bs);
-      ref.kv_store(hv(kv.data(), 1, w), hv(kv.data() + w, 1, w), hv_i32({slot}), host.kv);
-    }
-  Pool dev(ops, dt, 24 * bs, nkv, hd);
-  const size_t bytes = static_cast<size_t>(24 * bs * w) * dtype_size(dt);
-  ops.from_host(dev.k.get(), host.k.get(), bytes);
-  ops.from_host(dev.v.get(), host.v.get(), bytes);
+  // Every cached and new key/value row, stored by ref into a host pool of the backend's KV dtype
+  // (then of FP8), then copied to the backend: both attend over the same stored bits.
   const auto q = random_vec(static_cast<size_t>(rows * qw), 24);
-  Buf<float> qb(ops, q), ob(ops, q.size());
-  Buf<int32_t> tb(ops, tables), cb(ops, cu_q), lb(ops, seq_lens);
-  PagedBatch b;
-  b.n_seqs = n_seqs;
-  b.cu_q = cb.get(), b.seq_lens = lb.get(), b.tables = tb.get();
-  b.host_cu_q = cu_q.data(), b.host_seq_lens = seq_lens.data(), b.host_tables = tables.data();
-  b.max_blocks = max_blocks, b.block_size = bs, b.max_q = 9, b.max_seq_len = 29;
-  ops.paged_attention(qb.view(rows, qw), dev.kv, b, 0.125f, ob.view(rows, qw));
-  PagedBatch bh = b;
-  bh.cu_q = cu_q.data(), bh.seq_lens = seq_lens.data(), bh.tables = tables.data();
-  std::vector<float> o(q.size());
-  ref.paged_attention(hv(q, rows, qw), host.kv, bh, 0.125f, hv(o, rows, qw));
-  return {ob.host(), o};
+  std::vector<float> got, want;
+  for (DType dt : {ops.kv_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32, DType::kF8E4M3}) {
+    Pool host(ref, dt, 24 * bs, nkv, hd);
+    for (int64_t i = 0; i < n_seqs; ++i)
+      for (int64_t j = 0; j < seq_lens[i]; ++j) {
+        const auto kv = random_vec(static_cast<size_t>(2 * w), static_cast<uint32_t>(100 + i * 64 + j));
+        const int32_t slot = tables[i * max_blocks + j / bs] * bs + static_cast<int32_t>(j % bs);
+        ref.kv_store(hv(kv.data(), 1, w), hv(kv.data() + w, 1, w), hv_i32({slot}), host.kv);
+      }
+    Pool dev(ops, dt, 24 * bs, nkv, hd);
+    const size_t bytes = static_cast<size_t>(24 * bs * w) * dtype_size(dt), scale_bytes = 24 * bs * nkv * 4;
+    ops.from_host(dev.k.get(), host.k.get(), bytes);
+    ops.from_host(dev.v.get(), host.v.get(), bytes);
+    if (dt == DType::kF8E4M3) {
+      ops.from_host(dev.ks.get(), host.ks.get(), scale_bytes);
+      ops.from_host(dev.vs.get(), host.vs.get(), scale_bytes);
+    }
+    Buf<float> qb(ops, q), ob(ops, q.size());
+    Buf<int32_t> tb(ops, tables), cb(ops, cu_q), lb(ops, seq_lens);
+    PagedBatch b;
+    b.n_seqs = n_seqs;
+    b.cu_q = cb.get(), b.seq_lens = lb.get(), b.tables = tb.get();
+    b.host_cu_q = cu_q.data(), b.host_seq_lens = seq_lens.data(), b.host_tables = tables.data();
+    b.max_blocks = max_blocks, b.block_size = bs, b.max_q = 9, b.max_seq_len = 29;
+    ops.paged_attention(qb.view(rows, qw), dev.kv, b, 0.125f, ob.view(rows, qw));
+    PagedBatch bh = b;
+    bh.cu_q = cu_q.data(), bh.seq_lens = seq_lens.data(), bh.tables = tables.data();
+    std::vector<float> o(q.size());
+    ref.paged_attention(hv(q, rows, qw), host.kv, bh, 0.125f, hv(o, rows, qw));
+    const auto h = ob.host();
+    got.insert(got.end(), h.begin(), h.end());
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  return {got, want};
 });
 
 OP_CASE(patch_merge, odd_grid) {
@@ -457,7 +513,11 @@ class OpTable : public testing::TestWithParam<BackendCase> {
     }
     ref_ = make_ops("ref");
   }
-  double rtol() const { return GetParam().name == "cpu-bf16" || GetParam().name == "cuda" ? 1.0 / 64 : 1e-5; }
+  double rtol(const std::string& what) const {
+    const std::string& b = GetParam().name;
+    const double base = b == "cpu-bf16" || b == "cuda" ? 1.0 / 64 : 1e-5;
+    return what == "quantized_weights" && b.rfind("cpu", 0) == 0 ? 1.0 / 32 : base;
+  }
 
   void run_op(const std::string& op) {
     auto [lo, hi] = cases().equal_range(op);
@@ -469,7 +529,7 @@ class OpTable : public testing::TestWithParam<BackendCase> {
       ASSERT_FALSE(want.empty());
       double scale = 0;
       for (float w : want) scale = std::max(scale, std::fabs(static_cast<double>(w)));
-      const double tol = rtol() * std::max(scale, 1e-3);
+      const double tol = rtol(it->second.first) * std::max(scale, 1e-3);
       int bad = 0;
       for (size_t i = 0; i < got.size() && bad < 5; ++i)
         if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol)) {

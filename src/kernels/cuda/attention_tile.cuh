@@ -10,6 +10,8 @@
 // buffer exists; memory per block is fixed (~50 KB at head_dim 64, ~81 KB at 128).
 // Masking: keys j >= len_k, and with `causal` keys j > t + (len_k - len_q) for query row t. A query
 // row that sees no key at all gets 0 (never NaN).
+// kFp8 (paged only): K/V come from an FP8 E4M3 cache with per-row-and-head scales (kv_fp8.h); each
+// element, byte * scale in F32, is rounded to BF16 as it is staged.
 #pragma once
 
 #include <mma.h>
@@ -17,6 +19,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/device_util.cuh"
+#include "kernels/cuda/kv_fp8.h"
 
 namespace locr::kernels::cuda::detail {
 
@@ -24,6 +27,10 @@ struct TileArgs {
   const uint16_t* q = nullptr;
   const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;
+  const uint8_t* k_fp8 = nullptr;  // kFp8: the FP8 pools and their scales [rows, n_kv_heads]
+  const uint8_t* v_fp8 = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
   uint16_t* out = nullptr;
   const int32_t* cu_q = nullptr;
   const int32_t* cu_k = nullptr;      // varlen: key rows of sequence s are cu_k[s]..cu_k[s+1]-1
@@ -76,7 +83,18 @@ __device__ __forceinline__ void load_tile(uint16_t* dst, int ld, int rows, const
   }
 }
 
-template <int D, bool kPaged>
+// rows x D elements of kv head kvh from an FP8 pool (pool_row(r) < 0: zero row), as BF16.
+template <int D, int kThreads, class PoolRow>
+__device__ __forceinline__ void load_tile_fp8(uint16_t* dst, int ld, int rows, const uint8_t* src, const float* scale,
+                                              int n_kv_heads, int kvh, PoolRow pool_row) {
+  for (int idx = threadIdx.x; idx < rows * D; idx += kThreads) {
+    const int r = idx / D, c = idx - r * D;
+    const int64_t g = pool_row(r);
+    dst[r * ld + c] = g >= 0 ? f32_to_bf16_bits(kvfp8::element(src, scale, g, n_kv_heads, D, kvh, c)) : uint16_t(0);
+  }
+}
+
+template <int D, bool kPaged, bool kFp8 = false>
 __global__ void __launch_bounds__(128) attention_tile_kernel(TileArgs a) {
   using namespace nvcuda;
   using C = TileCfg<D>;
@@ -131,19 +149,25 @@ __global__ void __launch_bounds__(128) attention_tile_kernel(TileArgs a) {
 
   for (int k0 = 0; k0 < k_end; k0 += kBK) {
     __syncthreads();  // every warp is done with the previous K/V tile
-    auto kv_row = [&](int rr) -> int64_t {
+    auto pool_row = [&](int rr) -> int64_t {  // the row of key k0 + rr in the K/V pools, or -1
       const int j = k0 + rr;
       if (j >= len_k) return -1;
-      int64_t row;
       if (kPaged)
-        row = static_cast<int64_t>(a.block_tables[static_cast<int64_t>(s) * a.max_blocks + j / a.block_size]) *
-                  a.block_size + j % a.block_size;
-      else
-        row = k_begin + j;
-      return row * a.kv_stride;
+        return static_cast<int64_t>(a.block_tables[static_cast<int64_t>(s) * a.max_blocks + j / a.block_size]) *
+                   a.block_size + j % a.block_size;
+      return k_begin + j;
     };
-    load_tile<D, C::kThreads>(Ks, C::kLdK, kBK, a.k, static_cast<int64_t>(kvh) * D, a.vec_kv, kv_row);
-    load_tile<D, C::kThreads>(Vs, C::kLdK, kBK, a.v, static_cast<int64_t>(kvh) * D, a.vec_kv, kv_row);
+    if constexpr (kFp8) {
+      load_tile_fp8<D, C::kThreads>(Ks, C::kLdK, kBK, a.k_fp8, a.k_scale, a.n_kv_heads, kvh, pool_row);
+      load_tile_fp8<D, C::kThreads>(Vs, C::kLdK, kBK, a.v_fp8, a.v_scale, a.n_kv_heads, kvh, pool_row);
+    } else {
+      auto kv_row = [&](int rr) -> int64_t {
+        const int64_t row = pool_row(rr);
+        return row < 0 ? -1 : row * a.kv_stride;
+      };
+      load_tile<D, C::kThreads>(Ks, C::kLdK, kBK, a.k, static_cast<int64_t>(kvh) * D, a.vec_kv, kv_row);
+      load_tile<D, C::kThreads>(Vs, C::kLdK, kBK, a.v, static_cast<int64_t>(kvh) * D, a.vec_kv, kv_row);
+    }
     __syncthreads();
 
     // S[16, kBK] = Q K^T (K tile read as a column-major B operand).

@@ -17,20 +17,25 @@ namespace detail {
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // Sets the dynamic shared memory limit of one tile kernel instance once per process, launches it.
-template <int D, bool kPaged>
+template <int D, bool kPaged, bool kFp8 = false>
 void launch_tile(const TileArgs& a, int max_q, int n_heads, int n_seqs, Stream s) {
   using C = TileCfg<D>;
-  static const cudaError_t attr = cudaFuncSetAttribute(attention_tile_kernel<D, kPaged>,
+  static const cudaError_t attr = cudaFuncSetAttribute(attention_tile_kernel<D, kPaged, kFp8>,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                        static_cast<int>(C::kSmem));
   check(attr, "cudaFuncSetAttribute(attention_tile_kernel)", __FILE__, __LINE__);
   const dim3 grid(static_cast<unsigned>(ceil_div(max_q, C::kBQ)), static_cast<unsigned>(n_heads),
                   static_cast<unsigned>(n_seqs));
-  attention_tile_kernel<D, kPaged><<<grid, C::kThreads, C::kSmem, s>>>(a);
+  attention_tile_kernel<D, kPaged, kFp8><<<grid, C::kThreads, C::kSmem, s>>>(a);
   LOCR_CUDA_LAUNCHED("attention_tile_kernel");
 }
 
 void run_tile(const TileArgs& a, int head_dim, bool paged, int max_q, int n_heads, int n_seqs, Stream s) {
+  if (paged && a.k_fp8) {  // the FP8 cache is paged only
+    head_dim == 64 ? launch_tile<64, true, true>(a, max_q, n_heads, n_seqs, s)
+                   : launch_tile<128, true, true>(a, max_q, n_heads, n_seqs, s);
+    return;
+  }
   if (head_dim == 64)
     paged ? launch_tile<64, true>(a, max_q, n_heads, n_seqs, s) : launch_tile<64, false>(a, max_q, n_heads, n_seqs, s);
   else

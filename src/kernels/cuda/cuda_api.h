@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype.h"
+
 struct CUstream_st;
 
 namespace locr::kernels::cuda {
@@ -101,6 +103,21 @@ class Gemm {
   void* handle_ = nullptr;
   DeviceBuffer workspace_;
 };
+
+// ---- Quantized weights (quant_gemv.cu): GGUF Q8_0, Q4_K or Q6_K blocks as stored (`t`), N rows of K
+// weights (K a whole number of blocks: 32 for Q8_0, 256 for the K types), dtype_row_bytes(t, K)
+// bytes per row, row after row. Weights decode to exactly Matrix::at's values (quant_blocks.h). ----
+constexpr int kQuantGemvMaxRows = 8;
+// Y[M, N] = X[M, K] · W^T for 1 <= M <= kQuantGemvMaxRows (decode): F32 X as given, weights decoded to
+// F32 in registers, F32 FMA chains per lane, the 32 lanes of a weight row's warp added by a shuffle
+// tree. Y row stride N.
+void quant_gemv(DType t, const void* w, int64_t N, int64_t K, const float* x, int64_t M, float* y, Stream s);
+// out[r, :] = W[r, :] rounded to BF16 (nearest even), r < N, out row stride K (the many-row path:
+// a GEMM on the dequantized rows).
+void dequantize_to_bf16(DType t, const void* w, int64_t N, int64_t K, bf16* out, Stream s);
+// out[i, :] = table[ids[i], :] as F32 (exact) for a quantized table of rows of `dim` weights (a
+// GGUF's token_embd); ids are trusted, as embed's.
+void embed_quantized(DType t, const void* table, int64_t dim, const int32_t* ids, int64_t n, float* out, Stream s);
 
 // ---- Normalisation (RMSNorm: y = x / sqrt(mean(x^2) + eps) * w, statistics in F32) ----
 // x: [rows, dim] F32 with row stride x_stride; y: [rows, dim] BF16 with row stride y_stride.
@@ -189,6 +206,12 @@ void attention_varlen(const VarlenAttention& p, Stream s);
 // Store the new keys/values: row r goes to pool row slots[r] (r < n).
 void kv_store(const bf16* k, const bf16* v, int64_t stride, const int32_t* slots, int64_t n, int64_t width,
               bf16* k_cache, bf16* v_cache, Stream s);
+// The FP8 E4M3 cache (--kv-cache-dtype fp8; kv_fp8.cu): pools of bytes [rows, n_kv_heads * head_dim]
+// with one F32 scale per pool row and kv head ([rows, n_kv_heads]); element = fp8_e4m3_to_f32(byte) *
+// scale (core/fp8.h). Stores F32 rows r < n of k and v (row stride `stride`) at pool rows slots[r]
+// (a slot < 0 is a padding row: skipped) with the bytes and scales kernels::kv_store_host writes.
+void kv_store_fp8(const float* k, const float* v, int64_t stride, const int32_t* slots, int64_t n, int n_kv_heads,
+                  int head_dim, uint8_t* k_cache, uint8_t* v_cache, float* k_scale, float* v_scale, Stream s);
 // Causal attention of new query rows against the paged cache (prefill chunks and decode alike).
 // Sequence i has query rows cu_q[i]..cu_q[i+1]-1 at positions seq_lens[i] - q_len_i .. seq_lens[i]-1,
 // whose keys are already stored; it attends to cache rows 0..position.
@@ -197,6 +220,12 @@ struct PagedAttention {
   bf16* out = nullptr;      // [total_q, out_stride]
   const bf16* k_cache = nullptr;
   const bf16* v_cache = nullptr;
+  // An FP8 cache instead (k_cache / v_cache unused when k_fp8 is set): bytes and scales as
+  // kv_store_fp8 writes them. Decode reads them in F32; prefill tiles round fp8 * scale to BF16.
+  const uint8_t* k_fp8 = nullptr;
+  const uint8_t* v_fp8 = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
   const int32_t* block_tables = nullptr;  // [n_seqs, max_blocks]
   int max_blocks = 0;
   const int32_t* cu_q = nullptr;      // [n_seqs + 1]

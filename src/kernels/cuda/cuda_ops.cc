@@ -5,7 +5,6 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/dtype.h"
@@ -16,11 +15,14 @@ namespace locr::kernels::cuda {
 
 namespace {
 
-// A weight on the device, BF16 [rows, cols].
+// A weight on the device: BF16 [rows, cols], or Q8_0 / Q4_K / Q6_K rows in their GGUF blocks.
 struct DeviceMatrix {
   DeviceBuffer buf;
+  DType dtype = DType::kBF16;
   int64_t rows = 0, cols = 0;
 };
+
+bool quantized(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ6_K; }
 
 std::vector<uint16_t> to_bf16(const Matrix& m) {
   const int64_t n = m.rows * m.cols;
@@ -36,8 +38,8 @@ std::vector<uint16_t> to_bf16(const Matrix& m) {
       for (int64_t i = 0; i < n; ++i) out[i] = locr::f32_to_bf16(locr::f16_to_f32(static_cast<const uint16_t*>(m.data)[i]));
       break;
     default:
-      fail(ErrorKind::kUnsupported, "backend cuda: weights must be F32, F16 or BF16, got ", dtype_name(m.dtype),
-           " (quantized weights run on the CPU backends)");
+      fail(ErrorKind::kUnsupported, "backend cuda: weights must be F32, F16, BF16, Q8_0, Q4_K or Q6_K, got ",
+           dtype_name(m.dtype));
   }
   return out;
 }
@@ -51,6 +53,7 @@ class CudaOps : public Ops {
     } catch (...) {
     }
     weights_.clear();
+    uploaded_.clear();
     destroy_stream(stream_);
   }
   const char* name() const override { return "cuda"; }
@@ -58,14 +61,16 @@ class CudaOps : public Ops {
   Stream stream() const { return stream_; }
 
   // Uploads now (the checkpoint's pages of a prepared weight are then handed back by the loader).
-  void prepare(Matrix& w) override { w.packed = device(w); }
+  void prepare(Matrix& w) override {
+    if (!own(w)) w.packed = device(w);
+  }
 
   // Float parts of one width become one BF16 device weight (one GEMM); the parts are not uploaded.
+  // Quantized parts stay as they are, one GEMV / GEMM each into its columns.
   void prepare_stack(StackedMatrix& w) override {
     bool fuse = w.parts.size() > 1;
     for (const Matrix& p : w.parts)
-      fuse = fuse && p.data != nullptr && p.cols == w.parts.front().cols &&
-             (p.dtype == DType::kF32 || p.dtype == DType::kBF16 || p.dtype == DType::kF16);
+      fuse = fuse && p.data != nullptr && p.cols == w.parts.front().cols && !quantized(p.dtype) && !own(p);
     if (!fuse) {
       Ops::prepare_stack(w);
       return;
@@ -75,13 +80,19 @@ class CudaOps : public Ops {
       const std::vector<uint16_t> part = to_bf16(p);
       h.insert(h.end(), part.begin(), part.end());
     }
-    auto d = upload(h, w.rows(), w.cols());
-    std::lock_guard<std::mutex> lock(mu_);
-    ours_.insert(d.get());
+    auto d = std::make_shared<DeviceMatrix>();
+    d->rows = w.rows(), d->cols = w.cols(), d->dtype = DType::kBF16;
+    d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
+    copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
+    cuda::synchronize(stream_);  // `h` is pageable and goes out of scope
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      uploaded_[d.get()] = d;
+    }
     w.fused = Matrix();
     w.fused.dtype = DType::kBF16;
-    w.fused.rows = w.rows();
-    w.fused.cols = w.cols();
+    w.fused.rows = d->rows;
+    w.fused.cols = d->cols;
     w.fused.packed = d;  // no host copy: data stays null
   }
 
@@ -94,16 +105,20 @@ class CudaOps : public Ops {
   }
 
   void run_matmul(const View& x, const Matrix& w, const View& y) override {
-    const std::shared_ptr<DeviceMatrix> d = device(w);
+    const std::shared_ptr<DeviceMatrix> d = weight(w);
     const int64_t K = d->cols, N = d->rows;
+    if (quantized(d->dtype)) {
+      matmul_quantized(x, *d, y);
+      return;
+    }
     const bf16* xb = to_bf16_scratch(kX, x);
     gemm_.run(xb, x.rows, K, K, d->buf.as<const bf16>(), N, K, y.f32(), false, y.stride, false, stream_);
   }
 
   void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) override {
     const int64_t dim = w.rows * w.cols;
-    rms_norm_f32(x.f32(), x.stride, device(w)->buf.as<const bf16>(), eps, x.rows, x.cols / dim, dim, y.f32(),
-                 y.stride, stream_);
+    rms_norm_f32(x.f32(), x.stride, bf16_weight(w, "rms_norm")->buf.as<const bf16>(), eps, x.rows, x.cols / dim, dim,
+                 y.f32(), y.stride, stream_);
   }
 
   void run_rope(const View& x, const View& cos, const View& sin) override {
@@ -152,23 +167,24 @@ class CudaOps : public Ops {
   }
 
   void run_embed(const Matrix& table, const View& ids, const View& out) override {
-    const std::shared_ptr<DeviceMatrix> d = device(table);
-    if (out.contiguous()) {
-      cuda::embed(d->buf.as<const bf16>(), ids.as<const int32_t>(), ids.numel(), d->cols, out.f32(), stream_);
-      return;
+    const std::shared_ptr<DeviceMatrix> d = weight(table);
+    const int64_t n = ids.numel();
+    float* dst = out.contiguous() ? out.f32() : f32_scratch(kTmp, out.numel());
+    if (quantized(d->dtype)) {  // a GGUF's quantized token_embd: rows decoded exactly
+      embed_quantized(d->dtype, d->buf.get(), d->cols, ids.as<const int32_t>(), n, dst, stream_);
+    } else {
+      cuda::embed(d->buf.as<const bf16>(), ids.as<const int32_t>(), n, d->cols, dst, stream_);
     }
-    float* tmp = static_cast<float*>(scratch(kOut, static_cast<size_t>(out.numel()) * sizeof(float)));
-    cuda::embed(d->buf.as<const bf16>(), ids.as<const int32_t>(), ids.numel(), d->cols, tmp, stream_);
-    copy_rows(tmp, out.cols, out.rows, out.cols, out.f32(), out.stride);
+    if (dst != out.f32()) copy_rows(dst, out.cols, out.rows, out.cols, out.f32(), out.stride);
   }
 
-  // rows x cols of BF16 (contiguous) to F32 rows of stride out.stride.
+  // rows x cols of BF16 (contiguous) to the F32 view `out`.
   void bf16_to_f32_2d(const bf16* b, int64_t rows, int64_t cols, const View& out) {
     if (out.stride == cols) {
       bf16_to_f32(b, out.f32(), rows * cols, stream_);
       return;
     }
-    float* tmp = static_cast<float*>(scratch(kTmp, static_cast<size_t>(rows * cols) * sizeof(float)));
+    float* tmp = f32_scratch(kTmp, rows * cols);
     bf16_to_f32(b, tmp, rows * cols, stream_);
     copy_rows(tmp, cols, rows, cols, out.f32(), out.stride);
   }
@@ -176,6 +192,9 @@ class CudaOps : public Ops {
     copy_device_2d(dst, static_cast<size_t>(dst_stride) * sizeof(float), src,
                    static_cast<size_t>(src_stride) * sizeof(float), static_cast<size_t>(cols) * sizeof(float),
                    static_cast<size_t>(rows), stream_);
+  }
+  float* f32_scratch(int slot, int64_t n) {
+    return static_cast<float*>(scratch(slot, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float)));
   }
 
  public:
@@ -201,25 +220,38 @@ class CudaOps : public Ops {
 
  private:
   void run_kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv) override {
-    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
     const int64_t n = k.rows, width = kv.width();
+    const int32_t* sl = slots.as<const int32_t>();
+    if (kv.dtype == DType::kF8E4M3) {  // from the F32 rows, as kv_store_host
+      LOCR_CHECK(k.stride == v.stride, "backend cuda: FP8 kv_store with key / value row strides ", k.stride, " / ",
+                 v.stride);
+      kv_store_fp8(k.f32(), v.f32(), k.stride, sl, n, static_cast<int>(kv.n_kv_heads), static_cast<int>(kv.head_dim),
+                   static_cast<uint8_t*>(kv.k), static_cast<uint8_t*>(kv.v), kv.k_scale, kv.v_scale, stream_);
+      return;
+    }
+    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16 or F8_E4M3, not ", dtype_name(kv.dtype));
     bf16* kb = scratch_bf16(kKv, 2 * n * width);
     bf16* vb = kb + n * width;
     f32_to_bf16_2d(k.f32(), k.stride, n, width, kb, stream_);
     f32_to_bf16_2d(v.f32(), v.stride, n, width, vb, stream_);
-    cuda::kv_store(kb, vb, width, slots.as<const int32_t>(), n, width, static_cast<bf16*>(kv.k),
-                   static_cast<bf16*>(kv.v), stream_);
+    cuda::kv_store(kb, vb, width, sl, n, width, static_cast<bf16*>(kv.k), static_cast<bf16*>(kv.v), stream_);
   }
 
   void run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale,
                            const View& out) override {
-    LOCR_CHECK(kv.dtype == DType::kBF16, "backend cuda: the KV cache is BF16, not ", dtype_name(kv.dtype));
+    LOCR_CHECK(kv.dtype == DType::kBF16 || kv.dtype == DType::kF8E4M3,
+               "backend cuda: the KV cache is BF16 or F8_E4M3, not ", dtype_name(kv.dtype));
     const int64_t rows = q.rows, width = q.cols;
     const bf16* qb = to_bf16_scratch(kQ, q);
     bf16* ob = scratch_bf16(kOut, rows * width);
     PagedAttention pa;
     pa.q = qb, pa.out = ob;
-    pa.k_cache = static_cast<const bf16*>(kv.k), pa.v_cache = static_cast<const bf16*>(kv.v);
+    if (kv.dtype == DType::kF8E4M3) {
+      pa.k_fp8 = static_cast<const uint8_t*>(kv.k), pa.v_fp8 = static_cast<const uint8_t*>(kv.v);
+      pa.k_scale = kv.k_scale, pa.v_scale = kv.v_scale;
+    } else {
+      pa.k_cache = static_cast<const bf16*>(kv.k), pa.v_cache = static_cast<const bf16*>(kv.v);
+    }
     pa.block_tables = b.tables;
     pa.max_blocks = static_cast<int>(b.max_blocks);
     pa.cu_q = b.cu_q, pa.seq_lens = b.seq_lens;
@@ -238,17 +270,46 @@ class CudaOps : public Ops {
 
   void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out) override {
     // Merged rows feed the merging GEMM, which reads BF16: rounding first changes nothing.
-    const int64_t d = in.cols;
     const int64_t n_in = in.numel(), n_out = out.numel();
     bf16* ib = scratch_bf16(kX, n_in);
     bf16* ob = scratch_bf16(kOut, n_out);
     f32_to_bf16(in.f32(), ib, n_in, stream_);
-    cuda::patch_merge(ib, grid_h, grid_w, d, m, ob, stream_);
+    cuda::patch_merge(ib, grid_h, grid_w, in.cols, m, ob, stream_);
     bf16_to_f32(ob, out.f32(), n_out, stream_);
   }
 
  private:
-  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kTmp, kSlots };
+  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kW, kTmp, kXf, kSlots };
+
+  // Quantized weights: up to kQuantGemvMaxRows rows by the GEMV kernel (weights decoded in
+  // registers, F32 activations, F32 sums); more by cuBLASLt on BF16 inputs, the weight dequantized
+  // to BF16 a chunk of rows at a time (at most kDequantChunk weights of scratch) and x rounded to
+  // BF16, as for a BF16 weight.
+  static constexpr int64_t kDequantChunk = int64_t{8} << 20;
+  void matmul_quantized(const View& x, const DeviceMatrix& d, const View& y) {
+    const int64_t K = d.cols, N = d.rows, M = x.rows;
+    if (M <= kQuantGemvMaxRows) {  // contiguous rows in and out (through scratch when strided)
+      const float* xc = x.f32();
+      if (!x.contiguous()) {
+        float* t = f32_scratch(kXf, x.numel());
+        copy_rows(x.f32(), x.stride, M, K, t, K);
+        xc = t;
+      }
+      float* yc = y.contiguous() ? y.f32() : f32_scratch(kTmp, y.numel());
+      quant_gemv(d.dtype, d.buf.get(), N, K, xc, M, yc, stream_);
+      if (yc != y.f32()) copy_rows(yc, N, M, N, y.f32(), y.stride);
+      return;
+    }
+    const bf16* xb = to_bf16_scratch(kX, x);
+    const int64_t chunk = std::min(N, std::max<int64_t>(64, kDequantChunk / K));
+    bf16* wb = scratch_bf16(kW, chunk * K);
+    const int64_t row_bytes = dtype_row_bytes(d.dtype, K);
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const int64_t nc = std::min(chunk, N - n0);
+      dequantize_to_bf16(d.dtype, d.buf.as<const uint8_t>() + n0 * row_bytes, nc, K, wb, stream_);
+      gemm_.run(xb, M, K, K, wb, nc, K, y.f32() + n0, false, y.stride, false, stream_);
+    }
+  }
 
   // Grow-only scratch per slot. Growing reallocates (after the queued work that may read the old
   // buffer): the decode graphs are captured after an eager run of the same shapes, so a replay
@@ -266,39 +327,77 @@ class CudaOps : public Ops {
     return static_cast<bf16*>(scratch(slot, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(bf16)));
   }
 
-  // The device copy of a weight, uploaded at its first use (or at prepare) and kept for the life
-  // of the backend; keyed by the host data it was made from.
-  std::shared_ptr<DeviceMatrix> device(const Matrix& w) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (w.packed && ours_.count(w.packed.get())) return std::static_pointer_cast<DeviceMatrix>(w.packed);
-    LOCR_CHECK(w.data != nullptr, "backend cuda: a weight prepared by another backend");
-    auto it = weights_.find(w.data);
-    if (it != weights_.end()) {
-      LOCR_CHECK(it->second->rows == w.rows && it->second->cols == w.cols, "backend cuda: weight shape changed");
-      return it->second;
-    }
-    auto d = upload(to_bf16(w), w.rows, w.cols);
-    weights_.emplace(w.data, d);
-    ours_.insert(d.get());
+  // The device copy a matmul reads: the one prepare attached (the host data may be gone since), or
+  // the one uploaded at first use.
+  std::shared_ptr<DeviceMatrix> weight(const Matrix& w) {
+    if (own(w)) return std::static_pointer_cast<DeviceMatrix>(w.packed);
+    return device(w);
+  }
+  // A weight read as BF16 by a kernel of its own (norm weights, the embedding table).
+  std::shared_ptr<DeviceMatrix> bf16_weight(const Matrix& w, const char* op) {
+    std::shared_ptr<DeviceMatrix> d = weight(w);
+    if (quantized(d->dtype))
+      fail(ErrorKind::kUnsupported, "backend cuda: ", op, " reads F32, F16 or BF16 weights, not ", dtype_name(d->dtype));
     return d;
+  }
+  // w.packed is a device copy made by this backend (not another backend's packing): one of ours
+  // that is alive (w.packed may hold it) sits at that address.
+  bool own(const Matrix& w) {
+    if (!w.packed) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = uploaded_.find(w.packed.get());
+    return it != uploaded_.end() && !it->second.expired();
   }
 
-  std::shared_ptr<DeviceMatrix> upload(const std::vector<uint16_t>& h, int64_t rows, int64_t cols) {
+  // The device copy of a weight, uploaded at its first use (or at prepare) and kept for the life
+  // of the backend; keyed by the host data it was made from, while that data lives (a loader may
+  // free a prepared weight's buffer, and a later one may get the same address).
+  std::shared_ptr<DeviceMatrix> device(const Matrix& w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_.find(w.data);
+    if (it != weights_.end() && it->second.host_gone()) {
+      weights_.erase(it);  // its device copy lives on while a prepared Matrix holds it
+    } else if (it != weights_.end()) {
+      const DeviceMatrix& d = *it->second.dev;
+      LOCR_CHECK(d.rows == w.rows && d.cols == w.cols && d.dtype == device_dtype(w.dtype),
+                 "backend cuda: weight shape changed");
+      return it->second.dev;
+    }
+    LOCR_CHECK(w.data, "backend cuda: a weight without host data that this backend did not prepare");
     auto d = std::make_shared<DeviceMatrix>();
-    d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
-    d->rows = rows, d->cols = cols;
-    copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
-    cuda::synchronize(stream_);  // `h` is pageable and goes out of scope
+    d->rows = w.rows, d->cols = w.cols, d->dtype = device_dtype(w.dtype);
+    if (quantized(w.dtype)) {  // the GGUF blocks as they are
+      const size_t bytes = static_cast<size_t>(w.rows * dtype_row_bytes(w.dtype, w.cols));
+      d->buf = DeviceBuffer(bytes);
+      copy_to_device(d->buf.get(), w.data, bytes, stream_);
+    } else {
+      const std::vector<uint16_t> h = to_bf16(w);
+      d->buf = DeviceBuffer(h.size() * sizeof(uint16_t));
+      copy_to_device(d->buf.get(), h.data(), h.size() * sizeof(uint16_t), stream_);
+    }
+    cuda::synchronize(stream_);  // the host copy is pageable and may go out of scope
+    weights_[w.data] = Uploaded{d, w.holder, w.holder != nullptr};
+    uploaded_[d.get()] = d;
     return d;
   }
+  static DType device_dtype(DType t) { return quantized(t) ? t : DType::kBF16; }
+
+  struct Uploaded {
+    std::shared_ptr<DeviceMatrix> dev;
+    std::weak_ptr<void> holder;  // the host data's owner, when it had one
+    bool had_holder = false;
+    bool host_gone() const { return had_holder && holder.expired(); }
+  };
 
   Stream stream_;
   Gemm gemm_;
   DeviceBuffer scratch_[kSlots];
   uint64_t scratch_generation_ = 0;
   std::mutex mu_;
-  std::unordered_map<const void*, std::shared_ptr<DeviceMatrix>> weights_;
-  std::unordered_set<const void*> ours_;  // the DeviceMatrix objects of this backend (Matrix::packed)
+  std::unordered_map<const void*, Uploaded> weights_;
+  // Every device copy made here, by address (own() never takes another object at a freed address for
+  // one of ours: the entry of a freed copy has expired).
+  std::unordered_map<const void*, std::weak_ptr<DeviceMatrix>> uploaded_;
 };
 
 }  // namespace

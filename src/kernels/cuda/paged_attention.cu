@@ -7,6 +7,8 @@
 //     F32, merged in shared memory. Contexts longer than kChunk keys are split over blocks
 //     (split-K); the partial (m, l, unnormalised o) go to the workspace and a reduce kernel merges
 //     them with exp2(m_i - M) weights. Sequences shorter than max_seq_len simply have idle splits.
+// Both read a BF16 cache, or an FP8 one (PagedAttention::k_fp8: kv_fp8.h's element = byte * scale,
+// in F32 for decode, rounded to BF16 in the prefill tiles).
 // Not here: block allocation (runtime/block_manager), contiguous attention (attention_varlen.cu).
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "kernels/cuda/attention_tile.cuh"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/kv_fp8.h"
 
 namespace locr::kernels::cuda {
 
@@ -46,6 +49,10 @@ struct DecodeArgs {
   uint16_t* out;
   const uint16_t* k_cache;
   const uint16_t* v_cache;
+  const uint8_t* k_fp8;  // the FP8 cache and its scales (kFp8 kernels)
+  const uint8_t* v_fp8;
+  const float* k_scale;
+  const float* v_scale;
   const int32_t* block_tables;
   int max_blocks;
   const int32_t* cu_q;
@@ -58,7 +65,15 @@ struct DecodeArgs {
   float* part_ml; // [n_seqs, n_heads, n_splits, 2]  (m, l)
 };
 
-template <int D>
+// Element e of kv head kvh of pool row `row` (offset `off` = its index in a BF16 pool) as F32.
+template <bool kFp8>
+__device__ __forceinline__ float cache_at(const uint16_t* bf, const uint8_t* f8, const float* scale, int64_t row,
+                                          int64_t off, int n_kv_heads, int head_dim, int kvh, int d) {
+  if constexpr (kFp8) return kvfp8::element(f8, scale, row, n_kv_heads, head_dim, kvh, d);
+  else return bf16_bits_to_f32(bf[off]);
+}
+
+template <int D, bool kFp8>
 __global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(DecodeArgs a) {
   constexpr int kE = D / 32;  // elements per lane
   const int split = blockIdx.x, h = blockIdx.y, s = blockIdx.z;
@@ -86,14 +101,17 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) paged_decode_kernel(DecodeA
     const int64_t off = row * width + static_cast<int64_t>(kvh) * D + lane * kE;
     float dot = 0.0f;
 #pragma unroll
-    for (int e = 0; e < kE; ++e) dot += q[e] * bf16_bits_to_f32(a.k_cache[off + e]);
+    for (int e = 0; e < kE; ++e)
+      dot += q[e] * cache_at<kFp8>(a.k_cache, a.k_fp8, a.k_scale, row, off + e, a.n_kv_heads, D, kvh, lane * kE + e);
     dot = warp_sum(dot);  // every lane holds the score (base-2 scaled)
     const float m_new = fmaxf(m, dot);
     const float corr = exp2f(m - m_new);  // 0 on the first key (m = -inf)
     const float p = exp2f(dot - m_new);
     l = l * corr + p;
 #pragma unroll
-    for (int e = 0; e < kE; ++e) acc[e] = acc[e] * corr + p * bf16_bits_to_f32(a.v_cache[off + e]);
+    for (int e = 0; e < kE; ++e)
+      acc[e] = acc[e] * corr +
+               p * cache_at<kFp8>(a.v_cache, a.v_fp8, a.v_scale, row, off + e, a.n_kv_heads, D, kvh, lane * kE + e);
     m = m_new;
   }
 
@@ -165,7 +183,8 @@ int decode_splits(const PagedAttention& p) {
 template <int D>
 void launch_decode(DecodeArgs a, int n_seqs, Stream s) {
   const dim3 grid(static_cast<unsigned>(a.n_splits), static_cast<unsigned>(a.n_heads), static_cast<unsigned>(n_seqs));
-  paged_decode_kernel<D><<<grid, kDecodeWarps * 32, 0, s>>>(a);
+  if (a.k_fp8) paged_decode_kernel<D, true><<<grid, kDecodeWarps * 32, 0, s>>>(a);
+  else paged_decode_kernel<D, false><<<grid, kDecodeWarps * 32, 0, s>>>(a);
   LOCR_CUDA_LAUNCHED("paged_decode_kernel");
   if (a.n_splits > 1) {
     paged_decode_reduce_kernel<D><<<dim3(a.n_heads, n_seqs), D, 0, s>>>(a);
@@ -195,6 +214,8 @@ size_t paged_attention_workspace(const PagedAttention& p) {
 void paged_attention(const PagedAttention& p, void* workspace, Stream s) {
   if (p.n_seqs <= 0 || p.max_q <= 0) return;
   detail::check_heads(p.n_heads, p.n_kv_heads, p.head_dim, "paged_attention");
+  if (p.k_fp8 && (!p.v_fp8 || !p.k_scale || !p.v_scale))
+    fail(ErrorKind::kInternal, "paged_attention: an FP8 cache needs both pools and both scale arrays");
   if (p.block_size <= 0) fail(ErrorKind::kInternal, "paged_attention: block_size ", p.block_size);
   const float scale_log2 = p.scale * 1.4426950408889634f;
   if (p.max_q == 1) {
@@ -203,6 +224,10 @@ void paged_attention(const PagedAttention& p, void* workspace, Stream s) {
     a.out = p.out;
     a.k_cache = p.k_cache;
     a.v_cache = p.v_cache;
+    a.k_fp8 = p.k_fp8;
+    a.v_fp8 = p.v_fp8;
+    a.k_scale = p.k_scale;
+    a.v_scale = p.v_scale;
     a.block_tables = p.block_tables;
     a.max_blocks = p.max_blocks;
     a.cu_q = p.cu_q;
@@ -228,6 +253,10 @@ void paged_attention(const PagedAttention& p, void* workspace, Stream s) {
   a.q = p.q;
   a.k = p.k_cache;
   a.v = p.v_cache;
+  a.k_fp8 = p.k_fp8;
+  a.v_fp8 = p.v_fp8;
+  a.k_scale = p.k_scale;
+  a.v_scale = p.v_scale;
   a.out = p.out;
   a.cu_q = p.cu_q;
   a.seq_lens = p.seq_lens;

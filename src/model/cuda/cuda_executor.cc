@@ -108,7 +108,9 @@ CudaExecutor::CudaExecutor(const LightOnOcr& m, const ExecutorOptions& opts)
   if (tc.num_key_value_heads <= 0 || tc.num_attention_heads % tc.num_key_value_heads != 0)
     fail(ErrorKind::kInvalidArgument, "bad GQA head counts ", tc.num_attention_heads, "/", tc.num_key_value_heads);
   if (bs_ < 1) fail(ErrorKind::kInvalidArgument, "block size must be >= 1");
-  LOCR_CHECK(m.decoder().kv_dtype() == DType::kBF16, "backend cuda: BF16 KV cache");
+  const DType kv_dtype = m.decoder().kv_dtype();  // BF16 (auto), or F8_E4M3 (--kv-cache-dtype fp8)
+  if (kv_dtype != DType::kBF16 && kv_dtype != DType::kF8E4M3)
+    fail(ErrorKind::kUnsupported, "backend cuda: a KV cache of ", dtype_name(kv_dtype), " (bfloat16 or fp8)");
 
   const int max_blocks = static_cast<int>((std::max(1, opts.max_model_len) + bs_ - 1) / bs_);
   const int seqs = std::max(1, opts.max_num_seqs);
@@ -120,7 +122,7 @@ CudaExecutor::CudaExecutor(const LightOnOcr& m, const ExecutorOptions& opts)
 
   // The KV pool: explicit bytes, or what --gpu-memory-utilization leaves after weights and step
   // buffers (minus headroom for vision activations and cuBLAS/graph allocations).
-  bytes_per_block_ = KvPool::bytes_per_block(tc, bs_, DType::kBF16);
+  bytes_per_block_ = KvPool::bytes_per_block(tc, bs_, kv_dtype);
   int64_t kv_bytes = opts.kv_cache_bytes;
   if (kv_bytes < 0) {
     size_t free_b = 0, total_b = 0;
@@ -141,10 +143,11 @@ CudaExecutor::CudaExecutor(const LightOnOcr& m, const ExecutorOptions& opts)
            " leaves less than one KV block of device memory; raise it or give --kv-cache-memory");
   }
   n_blocks_ = kv_blocks_for(kv_bytes, bytes_per_block_, opts.max_kv_blocks);
-  kv_ = std::make_unique<KvPool>(tc, n_blocks_ + 1, bs_, DType::kBF16, &ops_);  // zero-filled
+  kv_ = std::make_unique<KvPool>(tc, n_blocks_ + 1, bs_, kv_dtype, &ops_);  // zero-filled
   ops_.synchronize();
   LOCR_INFO("cuda: KV pool ", n_blocks_, " blocks of ", bs_, " tokens (", (n_blocks_ * bytes_per_block_) >> 20,
-            " MiB BF16); decode graphs ", graphs_enabled_ ? "on" : "off");
+            " MiB ", kv_dtype == DType::kF8E4M3 ? "FP8 E4M3 with scales" : "BF16", "); decode graphs ",
+            graphs_enabled_ ? "on" : "off");
 }
 
 CudaExecutor::~CudaExecutor() {
