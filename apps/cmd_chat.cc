@@ -8,7 +8,6 @@
 #include "apps/commands.h"
 #include "apps/model_args.h"
 #include "core/log.h"
-#include "runtime/detokenizer.h"
 #include "toolkit/openai_client.h"
 
 namespace locr::app {
@@ -22,18 +21,12 @@ void print_delta(const std::string& s) {
 
 int chat_local(const Args& a) {
   auto m = load_model(a);
-  const model::Prompt prompt = build_cli_prompt(*m, a);
-  const runtime::GenerateOptions go = generate_options_from_args(a, m->generation_config());
-  runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
-  runtime::GenerateHooks hooks;
-  hooks.on_token = [&](int32_t id) {
-    print_delta(detok.push(id));
-    return true;
-  };
-  const auto r = runtime::generate(*m, prompt, go, hooks);
-  print_delta(detok.finish() + "\n");
-  LOCR_INFO("chat: ", prompt.ids.size(), " prompt tokens, ", r.tokens.size(), " generated, finish_reason=", r.finish_reason,
-            ", decode ", r.tokens.size() > 1 && r.decode_s > 0 ? (r.tokens.size() - 1) / r.decode_s : 0.0, " tok/s");
+  const CliRun run = run_cli_request(a, *m, print_delta);
+  print_delta("\n");
+  const runtime::GenerateResult& r = run.result;
+  LOCR_INFO("chat: ", run.prompt_tokens, " prompt tokens, ", r.tokens.size(), " generated, finish_reason=",
+            runtime::finish_reason_name(r.finish_reason), ", decode ",
+            r.tokens.size() > 1 && r.decode_s > 0 ? (r.tokens.size() - 1) / r.decode_s : 0.0, " tok/s");
   return 0;
 }
 

@@ -70,7 +70,7 @@ int cmd_dump(int argc, char** argv) {
   }
   std::optional<model::Taps> taps;
   if (a.has("taps")) taps = model::Taps::select(split_commas(a.get("taps")), known);
-  const model::Prompt prompt = build_cli_prompt(*m, a);
+  const model::Prompt prompt = build_cli_prompt(runtime::RequestPath(*m, {}), a);
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
   const int64_t H = m->config().text.hidden_size;
 
@@ -81,7 +81,8 @@ int cmd_dump(int argc, char** argv) {
     const std::vector<float> pixels = model::normalized_pixels(img);
     out.push_back({"pixel_values", copy_f32(pixels.data(), {3, img.height, img.width})});
   }
-  runtime::GenerateOptions go;
+  // Raw greedy ids up to EOS, whatever generation_config.json says: no penalties, no loop guard.
+  runtime::DecodeParams go;
   go.max_tokens = a.get_int("max-tokens", 32);
   go.sampling.temperature = 0.0f;
   go.loop_guard.enabled = false;  // parity dumps compare raw greedy ids

@@ -70,7 +70,7 @@ std::vector<Captured> run_backend(const std::string& dir, const std::string& bac
     Captured c;
     c.tokens = static_cast<int64_t>(prompt.ids.size());
     const int64_t H = m->config().text.hidden_size;
-    runtime::GenerateOptions go;
+    runtime::DecodeParams go;
     go.max_tokens = 1;
     go.sampling.temperature = 0;
     runtime::GenerateHooks hooks;

@@ -4,8 +4,6 @@
 #include "apps/commands.h"
 #include "apps/model_args.h"
 #include "core/log.h"
-#include "runtime/detokenizer.h"
-#include "server/stop_matcher.h"
 
 namespace locr::app {
 
@@ -19,27 +17,18 @@ int cmd_generate(int argc, char** argv) {
   a.repeated("stop", "stop when this text is generated (not printed), as a request's `stop` to locr serve", "TEXT");
   if (!a.parse(argc, argv)) return 0;
   auto m = load_model(a);
-  const model::Prompt prompt = build_cli_prompt(*m, a);
-  // The defaults and penalties `locr serve` applies to the same request (runtime/request_defaults.h).
-  const runtime::GenerateOptions go = generate_options_from_args(a, m->generation_config());
-  runtime::Detokenizer detok(m->tokenizer(), /*skip_special=*/true);
-  // Stop strings as the server matches them (held back while they may still complete).
-  server::StopMatcher stops(a.get_all("stop"), /*include_stop=*/false);
-  auto print = [](const std::string& s) {
+  // The request `locr serve` would make of it (defaults, penalties, stop strings held back while
+  // they may still complete): runtime/request_path.h.
+  const CliRun run = run_cli_request(a, *m, [](const std::string& s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
-  };
-  runtime::GenerateHooks hooks;
-  hooks.on_token = [&](int32_t id) {
-    print(stops.push(detok.push(id)));
-    return !stops.matched();
-  };
-  const runtime::GenerateResult r = runtime::generate(*m, prompt, go, hooks);
-  if (!stops.matched()) print(stops.push(detok.finish()) + stops.flush());
+  });
   std::fputc('\n', stdout);
-  LOCR_INFO("prompt ", prompt.ids.size(), " tokens (", prompt.images.size(), " images), generated ", r.tokens.size(),
-            " tokens, finish_reason=", r.finish_reason, r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")", "; vision ", r.vision_s, " s, prefill ", r.prefill_s,
-            " s, decode ", r.decode_s, " s");
+  const runtime::GenerateResult& r = run.result;
+  LOCR_INFO("prompt ", run.prompt_tokens, " tokens (", run.images, " images), generated ", r.tokens.size(),
+            " tokens, finish_reason=", runtime::finish_reason_name(r.finish_reason),
+            r.stop_reason.none() ? "" : " (" + r.stop_reason.to_string() + ")", "; vision ", r.vision_s, " s, prefill ",
+            r.prefill_s, " s, decode ", r.decode_s, " s");
   return 0;
 }
 

@@ -35,7 +35,6 @@
 #include "io/document.h"
 #include "io/file.h"
 #include "io/page_range.h"
-#include "runtime/detokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/postprocess.h"
 #include "server/memory_plan.h"
@@ -53,7 +52,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// --mode grounding: the text after the page image (LightOnOCR-3's grounding mode).
+// --mode grounding: the text after the page image (LightOnOCR-3's grounding mode), as
+// runtime::RequestPath::ocr_messages(true) sends it.
 const std::string kGroundingPrompt = "grounding";
 
 // Runs one page image through the model, in-process or over HTTP. Thread-safe.
@@ -70,7 +70,6 @@ class LocalBackend : public Backend {
  public:
   LocalBackend(const Args& a) : threshold_(confidence_threshold(a)) {
     model_ = load_model(a);
-    forced_ = forced_output_ids(a, *model_);
     dir_ = model_path(a.get("model"));
     runtime::EngineOptions eo;
     const int model_max = model_->config().text.max_position_embeddings;
@@ -89,10 +88,9 @@ class LocalBackend : public Backend {
       LOCR_INFO("ocr: ", plan.explain());
     }
     engine_ = std::make_unique<runtime::Engine>(*model_, eo);
-    // The defaults `locr serve` and `locr generate` start from (runtime/request_defaults.h).
-    defaults_ = request_defaults_from_args(a, model_->generation_config());
+    // Requests as `locr serve` and `locr generate` build them (runtime/request_path.h).
+    path_ = std::make_unique<runtime::RequestPath>(cli_request_path(a, *model_, eo.max_model_len, 0));
     max_tokens_ = a.get_int("max-tokens", 0);
-    eos_ = defaults_.eos_ids;
     grounding_ = a.get("mode", "ocr") == "grounding";
     const model::ModelVariant& v = model_->variant();
     if (grounding_ && v.known() && !v.grounding)
@@ -102,52 +100,36 @@ class LocalBackend : public Backend {
   ~LocalBackend() override { engine_->shutdown(false); }
 
   PageOut run(const io::Image& page) override {
-    const json messages = model::LightOnOcr::make_messages(nullptr, grounding_ ? &kGroundingPrompt : nullptr, 1);
-    model::Prompt prompt = model_->build_prompt(messages, {page});
-    const int64_t max_len = engine_->options().max_model_len;
+    model::Prompt prompt = path_->prompt(runtime::RequestPath::ocr_messages(grounding_), {page});
     const int64_t len = static_cast<int64_t>(prompt.ids.size());
-    if (len >= max_len) fail(ErrorKind::kLimit, "the page needs ", len, " prompt tokens, more than the context (", max_len, ")");
-    int64_t max_tokens = max_len - len;
-    const int gen_max = defaults_.max_new_tokens;
-    if (max_tokens_ > 0) max_tokens = std::min<int64_t>(max_tokens, max_tokens_);
-    else if (gen_max > 0) max_tokens = std::min<int64_t>(max_tokens, gen_max);
     runtime::RequestInput in;
     in.request_id = "ocr-" + std::to_string(next_id_.fetch_add(1));
+    in.decode = path_->decode(len, max_tokens_);  // kLimit when the page fills the context
+    if (!in.decode.sampling.has_seed) {
+      in.decode.sampling.seed = next_id_.load() * 7919;
+      in.decode.sampling.has_seed = true;
+    }
+    in.decode.logprobs = 0;  // the sampled token's log-probability, for the page confidence
     in.prompt_ids = std::move(prompt.ids);
     in.images = std::move(prompt.images);
-    in.sampling = defaults_.sampling;
-    if (!in.sampling.has_seed) {
-      in.sampling.seed = next_id_.load() * 7919;
-      in.sampling.has_seed = true;
-    }
-    in.max_tokens = static_cast<int>(max_tokens);
-    in.eos_ids = eos_;
-    in.repetition_penalty = defaults_.penalties.repetition;
-    in.presence_penalty = defaults_.penalties.presence;
-    in.frequency_penalty = defaults_.penalties.frequency;
-    in.loop_guard = defaults_.loop_guard;
-    in.logprobs = 0;  // the sampled token's log-probability, for the page confidence
-    in.forced_ids = forced_;
     PageOut out;
     out.confidence.threshold = threshold_;
     out.prompt_tokens = len;
+    runtime::TextOutput text = path_->output(in.decode);
     auto stream = engine_->submit(std::move(in));
-    runtime::Detokenizer detok(model_->tokenizer(), /*skip_special=*/true);
-    const int32_t vocab = model_->tokenizer().vocab_size();
     for (;;) {
       auto e = stream->next(std::chrono::milliseconds(1000));
       if (!e) continue;
       if (e->token >= 0) {
         ++out.completion_tokens;
         out.confidence.add(e->logprob);
-        const bool eos = std::find(eos_.begin(), eos_.end(), e->token) != eos_.end();
-        if (!eos && e->token < vocab) out.text += detok.push(e->token);
       }
+      out.text += text.push(e->token, e->finished);
       if (e->finished) {
-        out.text += detok.finish();
-        if (e->finish_reason == "error" || e->finish_reason == "abort")
-          fail(ErrorKind::kIo, "the engine ended the page with '", e->finish_reason, "'", e->error.empty() ? "" : ": ", e->error);
-        out.finish_reason = e->finish_reason.empty() ? "stop" : e->finish_reason;
+        if (e->finish_reason == runtime::FinishReason::kError || e->finish_reason == runtime::FinishReason::kAbort)
+          fail(ErrorKind::kIo, "the engine ended the page with '", runtime::finish_reason_name(e->finish_reason), "'",
+               e->error.empty() ? "" : ": ", e->error);
+        out.finish_reason = runtime::finish_reason_name(e->finish_reason);
         return out;
       }
     }
@@ -157,10 +139,9 @@ class LocalBackend : public Backend {
  private:
   std::unique_ptr<model::LightOnOcr> model_;
   std::unique_ptr<runtime::Engine> engine_;
-  runtime::RequestDefaults defaults_;
+  std::unique_ptr<runtime::RequestPath> path_;
   int max_tokens_ = 0;
   bool grounding_ = false;
-  std::vector<int32_t> eos_, forced_;
   std::string dir_;
   double threshold_ = 0.5;
   std::atomic<uint64_t> next_id_{1};

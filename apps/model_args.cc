@@ -77,7 +77,7 @@ std::string model_path(const std::string& spec) {
   return toolkit::resolve_model(spec);
 }
 
-model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {
+model::Prompt build_cli_prompt(const runtime::RequestPath& path, const Args& a) {
   std::vector<io::Image> images;
   for (const auto& path : a.get_all("image")) images.push_back(io::load_image(path));
   const auto prompt = a.maybe("prompt");
@@ -85,7 +85,7 @@ model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a) {
   if (!prompt && images.empty()) fail(ErrorKind::kInvalidArgument, "give --prompt TEXT and/or --image FILE");
   const auto messages = model::LightOnOcr::make_messages(system ? &*system : nullptr, prompt ? &*prompt : nullptr,
                                                          static_cast<int>(images.size()));
-  return m.build_prompt(messages, images);
+  return path.prompt(messages, images);
 }
 
 runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::GenerationConfig& g) {
@@ -109,14 +109,39 @@ runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::
   if (!(p.presence >= -2 && p.presence <= 2)) fail(ErrorKind::kInvalidArgument, "--presence-penalty must be in [-2, 2]");
   if (!(p.frequency >= -2 && p.frequency <= 2))
     fail(ErrorKind::kInvalidArgument, "--frequency-penalty must be in [-2, 2]");
+  d.loop_guard.enabled = a.get_flag("loop-guard", d.loop_guard.enabled);
   return d;
 }
 
-runtime::GenerateOptions generate_options_from_args(const Args& a, const model::GenerationConfig& g) {
-  runtime::GenerateOptions o = runtime::generate_options(request_defaults_from_args(a, g), 1024);
-  o.max_tokens = a.get_int("max-tokens", o.max_tokens);
-  o.loop_guard.enabled = a.get_flag("loop-guard", o.loop_guard.enabled);
-  return o;
+runtime::RequestPath cli_request_path(const Args& a, const model::LightOnOcr& m, int64_t max_model_len,
+                                      int fallback_max_tokens) {
+  runtime::RequestPathOptions o;
+  o.max_model_len = max_model_len;
+  o.fallback_max_tokens = fallback_max_tokens;
+  o.forced_ids = forced_output_ids(a, m);
+  return runtime::RequestPath(m, request_defaults_from_args(a, m.generation_config()), std::move(o));
+}
+
+CliRun run_cli_request(const Args& a, const model::LightOnOcr& m,
+                       const std::function<void(const std::string&)>& print) {
+  // Up to 1024 tokens unless --max-tokens or generation_config.json says otherwise.
+  const runtime::RequestPath path = cli_request_path(a, m, 0, 1024);
+  const model::Prompt prompt = build_cli_prompt(path, a);
+  CliRun run;
+  run.prompt_tokens = static_cast<int64_t>(prompt.ids.size());
+  run.images = prompt.images.size();
+  const runtime::DecodeParams d = path.decode(run.prompt_tokens, a.get_int("max-tokens", 0));
+  runtime::TextOptions t;
+  t.stop = a.get_all("stop");
+  runtime::TextOutput text = path.output(d, std::move(t));
+  runtime::GenerateHooks hooks;
+  hooks.on_token = [&](int32_t id) {
+    print(text.push(id));
+    return !text.stopped();
+  };
+  run.result = runtime::generate(m, prompt, d, hooks);
+  print(text.push(-1, /*last=*/true));  // nothing after a stop string
+  return run;
 }
 
 void add_forced_output_option(Args& a) {

@@ -1,7 +1,9 @@
-// Options shared by the commands that run the model in-process (generate, dump, ...): model
-// directory, kernel backend, threads, chat template override, images and prompt.
+// Options shared by the commands that run the model in-process (generate, chat, dump, ocr --model):
+// model directory, kernel backend, threads, chat template override, images and prompt, sampling;
+// their request path (runtime/request_path.h, the one `locr serve` builds requests with).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "apps/args.h"
 #include "model/lighton_ocr.h"
 #include "runtime/generate.h"
+#include "runtime/request_path.h"
 
 namespace locr::app {
 
@@ -23,12 +26,27 @@ bool is_gguf_path(const std::string& spec);
 // (toolkit::resolve_model). `--model` of every in-process command and `locr serve MODEL` use it.
 std::string model_path(const std::string& spec);
 // Builds the prompt from --system/--prompt/--image (images first, then the text).
-model::Prompt build_cli_prompt(const model::LightOnOcr& m, const Args& a);
+model::Prompt build_cli_prompt(const runtime::RequestPath& path, const Args& a);
 // The request defaults every front end starts from (runtime::request_defaults of the model's
-// generation_config.json), with the sampling options of add_sampling_options() applied.
+// generation_config.json), with the sampling options of add_sampling_options() applied (in the
+// ranges the server takes) and --loop-guard / --no-loop-guard where the command has it.
 runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::GenerationConfig& g);
-// The same with --no-loop-guard (and --loop-guard) applied: the CLI loop's options.
-runtime::GenerateOptions generate_options_from_args(const Args& a, const model::GenerationConfig& g);
+// The request path of an in-process command: request_defaults_from_args, a context of
+// `max_model_len` tokens (0: the model's), `fallback_max_tokens` when neither --max-tokens nor
+// generation_config.json sets one (0: the rest of the context), --debug-forced-output where declared.
+runtime::RequestPath cli_request_path(const Args& a, const model::LightOnOcr& m, int64_t max_model_len,
+                                      int fallback_max_tokens);
+
+// `locr generate` and `locr chat --mode local`: the prompt of --system/--prompt/--image generated
+// in-process (runtime::generate) as `locr serve` would generate it (defaults, --max-tokens, the
+// sampling options), its text handed to `print` as it is released; --stop TEXT where declared ends
+// it at a stop string, as a request's `stop`.
+struct CliRun {
+  int64_t prompt_tokens = 0;
+  size_t images = 0;
+  runtime::GenerateResult result;
+};
+CliRun run_cli_request(const Args& a, const model::LightOnOcr& m, const std::function<void(const std::string&)>& print);
 
 // --debug-forced-output TEXT|@FILE (testing, `locr serve` and `locr ocr --model`): every generation
 // emits this text, tokenized with the model's tokenizer, instead of sampling (RequestInput::forced_ids).

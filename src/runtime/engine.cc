@@ -6,12 +6,11 @@
 #include <cstring>
 #include <random>
 #include <stdexcept>
-#include <unordered_map>
+#include <optional>
 
 #include "core/log.h"
 #include "model/memory_sizing.h"
 #include "runtime/executor_factory.h"
-#include "runtime/request_defaults.h"
 
 namespace locr::runtime {
 
@@ -32,10 +31,8 @@ struct Engine::Seq {
   std::shared_ptr<model::ImageEmbeds> image_embeds;  // [n image tokens, hidden] once encoded
   std::vector<int64_t> image_index;  // per prompt position: row of image_embeds or -1
   bool vision_done = true;
-  // Sampling.
-  std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<LoopGuard> loop_guard;
-  std::unordered_map<int32_t, int> out_counts;
+  // Token selection and the finish decision (runtime/token_selector.h, as runtime::generate).
+  std::unique_ptr<TokenSelector> selector;
   uint64_t device_seed = 0;     // seeds device sampling (the request's seed when it gives one)
   // Timing.
   Clock::time_point t_submit, t_admit, t_first_token, t_last_token;
@@ -105,9 +102,11 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
   s->stream = std::make_shared<RequestStream>();
   s->tokens = in.prompt_ids;
   s->n_prompt = in.prompt_ids.size();
-  s->sampler = std::make_unique<Sampler>(in.sampling);
-  s->device_seed = in.sampling.has_seed ? in.sampling.seed : std::random_device{}();
-  s->loop_guard = std::make_unique<LoopGuard>(in.loop_guard);
+  // max_tokens, and never past max_model_len (a longer prompt is finished "length" at admission).
+  const int64_t max_new =
+      std::min<int64_t>(in.decode.max_tokens, opts_.max_model_len - static_cast<int64_t>(s->n_prompt));
+  s->selector = std::make_unique<TokenSelector>(in.decode, max_new);
+  s->device_seed = in.decode.sampling.has_seed ? in.decode.sampling.seed : std::random_device{}();
   s->t_submit = Clock::now();
   s->in = std::move(in);
   // Content keys on the caller's thread: an image digest (SHA-256 of its pixels, some 30 ms for a
@@ -119,7 +118,7 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
     if (stopping_) {
       TokenEvent e;
       e.finished = true;
-      e.finish_reason = "abort";
+      e.finish_reason = FinishReason::kAbort;
       e.error = "the server is shutting down";
       stream->push(e);
       return stream;
@@ -161,8 +160,8 @@ void Engine::loop() {
     }
   }
   // Abort whatever is left.
-  for (auto& s : running_) finish(*s, "abort");
-  for (auto& s : waiting_) finish(*s, "abort");
+  for (auto& s : running_) finish(*s, {FinishReason::kAbort, {}, {}});
+  for (auto& s : waiting_) finish(*s, {FinishReason::kAbort, {}, {}});
   running_.clear();
   waiting_.clear();
 }
@@ -174,7 +173,7 @@ void Engine::fail_step(const std::string& what) {
   if (in_step_.empty())
     for (auto& s : running_) in_step_.push_back(s.get());
   for (Seq* s : in_step_)
-    if (!s->finished) finish(*s, "error", "", msg);
+    if (!s->finished) finish(*s, {FinishReason::kError, {}, msg});
   in_step_.clear();
   running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->finished; }),
                  running_.end());
@@ -183,7 +182,7 @@ void Engine::fail_step(const std::string& what) {
   metrics_.kv_usage = blocks_.usage();
 }
 
-void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_reason, const std::string& error) {
+void Engine::finish(Seq& s, Finish f) {
   s.finished = true;
   blocks_.release(s.table);
   s.table.clear();
@@ -195,10 +194,10 @@ void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_r
   s.times.generated_tokens = s.n_generated();
   s.stream->set_times(s.times);
   // Metrics first: a client that reads /metrics right after its final event must see itself.
-  metrics_.count_finished(reason);
+  metrics_.count_finished(finish_reason_name(f.reason));
   metrics_.e2e.observe(s.times.finished_s);
   metrics_.gen_len.observe(static_cast<double>(s.n_generated()));
-  metrics_.max_tokens_param.observe(static_cast<double>(s.in.max_tokens));
+  metrics_.max_tokens_param.observe(static_cast<double>(s.in.decode.max_tokens));
   if (s.admitted && s.n_generated() > 0) {
     metrics_.prefill_time.observe(secs(s.t_admit, s.t_first_token));
     metrics_.decode_time.observe(secs(s.t_first_token, s.t_last_token));
@@ -206,9 +205,9 @@ void Engine::finish(Seq& s, const std::string& reason, const std::string& stop_r
   }
   TokenEvent e;
   e.finished = true;
-  e.finish_reason = reason;
-  e.stop_reason = stop_reason;
-  e.error = error;
+  e.finish_reason = f.reason;
+  e.stop_reason = std::move(f.stop);
+  e.error = std::move(f.error);
   s.stream->push(std::move(e));
 }
 
@@ -290,68 +289,26 @@ void Engine::run_vision(Seq& s, int64_t budget) {
 }
 
 void Engine::sample_and_emit(Seq& s, float* logits) {
-  const int64_t V = model_.config().text.vocab_size;
-  const RequestInput& in = s.in;
-  TokenEvent e;
-  // Log-probabilities of the raw model distribution (before penalties and temperature).
-  std::vector<float> raw;
-  float lse = 0;
-  if (in.logprobs >= 0) {
-    raw.assign(logits, logits + V);
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < V; ++i) mx = std::max(mx, logits[i]);
-    double sum = 0;
-    for (int64_t i = 0; i < V; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
-    lse = mx + static_cast<float>(std::log(sum));
-    if (in.logprobs > 0) {
-      const int64_t k = std::min<int64_t>(in.logprobs, V);
-      std::vector<int32_t> idx(V);
-      for (int64_t i = 0; i < V; ++i) idx[i] = static_cast<int32_t>(i);
-      auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-      std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), better);
-      std::sort(idx.begin(), idx.begin() + k, better);
-      for (int64_t i = 0; i < k; ++i) e.top.push_back({idx[i], logits[idx[i]] - lse});
-    }
-  }
-  // Penalties: repetition (transformers' rule over prompt and output), presence/frequency
-  // (OpenAI's rule over the output), and min_tokens holding back EOS.
-  apply_penalties({in.repetition_penalty, in.presence_penalty, in.frequency_penalty}, s.tokens, s.out_counts, logits, V);
-  if (s.n_generated() < in.min_tokens)
-    for (int32_t t : in.eos_ids)
-      if (t >= 0 && t < V) logits[t] = -INFINITY;
-  if (!in.forced_ids.empty()) {
-    // A forced decode (testing): the model's logits are computed and reported, not sampled.
-    const size_t k = static_cast<size_t>(s.n_generated());
-    const bool past_end = k >= in.forced_ids.size();
-    if (past_end && in.eos_ids.empty()) {
-      finish(s, "stop");
-      return;
-    }
-    const int32_t tok = past_end ? in.eos_ids.front() : in.forced_ids[k];
-    if (in.logprobs >= 0) e.logprob = tok >= 0 && tok < V ? raw[tok] - lse : -INFINITY;
-    emit(s, tok, std::move(e));
-    if (past_end && !s.finished) finish(s, "stop");  // ignore_eos does not extend a forced output
+  std::optional<Selection> sel = s.selector->select(logits, model_.config().text.vocab_size, s.tokens);
+  if (!sel) {  // a forced output ended without an EOS id
+    finish(s, {});
     return;
   }
-  const int32_t tok = s.sampler->sample(logits, V);
-  if (in.logprobs >= 0) e.logprob = raw[tok] - lse;
-  emit(s, tok, std::move(e));
+  TokenEvent e;
+  e.logprob = sel->logprob;
+  e.top = std::move(sel->top);
+  emit(s, sel->token, std::move(e));
 }
 
 // Whether the device may sample this sequence's next token: nothing the host does to logits
 // (penalties, top-logprob lists, min_tokens holding back EOS, a forced decode) applies.
 bool Engine::device_sampling(const Seq& s) const {
-  const RequestInput& in = s.in;
-  return exec_->supports_device_sampling() && in.forced_ids.empty() && in.repetition_penalty == 1.0f &&
-         in.presence_penalty == 0.0f &&
-         in.frequency_penalty == 0.0f && in.logprobs <= 0 && s.n_generated() >= in.min_tokens;
+  return exec_->supports_device_sampling() && s.selector->device_may_sample();
 }
 
 void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
-  const RequestInput& in = s.in;
   e.token = tok;
   s.tokens.push_back(tok);
-  ++s.out_counts[tok];
   const auto now = Clock::now();
   if (s.n_generated() == 1) {
     s.t_first_token = now;
@@ -362,23 +319,10 @@ void Engine::emit(Seq& s, int32_t tok, TokenEvent e) {
   }
   s.t_last_token = now;
   metrics_.generation_tokens.fetch_add(1);
-
-  std::string reason, stop_reason;
-  const bool is_eos = std::find(in.eos_ids.begin(), in.eos_ids.end(), tok) != in.eos_ids.end();
-  if (std::find(in.stop_token_ids.begin(), in.stop_token_ids.end(), tok) != in.stop_token_ids.end()) {
-    reason = "stop";
-    stop_reason = std::to_string(tok);
-  } else if (is_eos && !in.ignore_eos) {
-    reason = "stop";
-  } else if (in.forced_ids.empty() && s.loop_guard->push(tok)) {  // a forced output is emitted whole
-    reason = "stop";
-    stop_reason = "repetition";
-    metrics_.repetition_stops.fetch_add(1);
-  } else if (s.n_generated() >= in.max_tokens || static_cast<int64_t>(s.tokens.size()) >= opts_.max_model_len) {
-    reason = "length";
-  }
+  std::optional<Finish> fin = s.selector->accept(tok);
+  if (fin && fin->stop.kind == StopReason::Kind::kRepetition) metrics_.repetition_stops.fetch_add(1);
   s.stream->push(std::move(e));
-  if (!reason.empty()) finish(s, reason, stop_reason);
+  if (fin) finish(s, std::move(*fin));
 }
 
 bool Engine::step() {
@@ -386,7 +330,7 @@ bool Engine::step() {
   // Cancelled requests leave first, freeing their blocks.
   auto cancelled = [&](std::unique_ptr<Seq>& s) {
     if (!s->stream->cancelled()) return false;
-    finish(*s, s->stream->cancel_reason());
+    finish(*s, {s->stream->cancel_reason(), {}, {}});
     return true;
   };
   running_.erase(std::remove_if(running_.begin(), running_.end(), cancelled), running_.end());
@@ -435,7 +379,7 @@ bool Engine::step() {
         blocks_.blocks_for(static_cast<int64_t>(s.tokens.size()) + 1) > blocks_.n_blocks()) {
       // Validated upstream; guard anyway: a sequence the whole KV cache cannot hold would be
       // preempted and readmitted forever.
-      finish(s, "length");
+      finish(s, {FinishReason::kLength, {}, {}});
       waiting_.pop_front();
       continue;
     }
@@ -494,7 +438,7 @@ bool Engine::step() {
     } catch (const std::exception& e) {
       LOCR_ERROR("engine: the vision encoding of ", s.in.request_id, " failed: ", e.what());
       s.vision.reset();
-      finish(s, "error", "", std::string("internal error in the vision encoder: ") + e.what());
+      finish(s, {FinishReason::kError, {}, std::string("internal error in the vision encoder: ") + e.what()});
       running_.erase(running_.begin() + static_cast<long>(i));  // not scheduled: nothing else refers to it
     }
     break;
@@ -536,14 +480,14 @@ bool Engine::step() {
       sample_seqs[k] = &s;
       if (device_sampling(s)) {
         model::DeviceSample& d = dsample[k];
-        const SamplingParams& sp = s.in.sampling;
+        const SamplingParams& sp = s.in.decode.sampling;
         d.temperature = sp.top_k == 1 ? 0.0f : sp.temperature;
         d.top_p = sp.top_p;
         d.top_k = sp.top_k > 0 ? sp.top_k : 0;
         d.min_p = sp.min_p;
         d.seed = s.device_seed;
         d.step = static_cast<uint64_t>(s.n_generated());
-        d.want_logprob = s.in.logprobs == 0;
+        d.want_logprob = s.in.decode.logprobs == 0;
         st.sample = &d;
       }
     }
@@ -579,7 +523,7 @@ bool Engine::step() {
     } else {
       LOCR_CHECK(out.tokens.size() > k && out.tokens[k] >= 0, "the executor returned neither logits nor a token");
       TokenEvent e;
-      if (sample_seqs[k]->in.logprobs >= 0) e.logprob = out.logprobs[k];
+      if (sample_seqs[k]->in.decode.logprobs >= 0) e.logprob = out.logprobs[k];
       emit(*sample_seqs[k], out.tokens[k], std::move(e));
     }
   }

@@ -69,7 +69,7 @@ class Engine {
   struct Seq;
   void loop();
   bool step();  // returns false when there was nothing to do
-  void finish(Seq& s, const std::string& reason, const std::string& stop_reason = "", const std::string& error = "");
+  void finish(Seq& s, Finish f);
   // A step threw: its sequences (in_step_; every running one if it failed before scheduling) end
   // with finish_reason "error".
   void fail_step(const std::string& what);

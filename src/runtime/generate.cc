@@ -4,7 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
-#include <unordered_map>
+#include <optional>
 
 #include "core/error.h"
 #include "runtime/executor_factory.h"
@@ -16,16 +16,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
-
-GenerateOptions generate_options(const RequestDefaults& d, int max_tokens) {
-  GenerateOptions o;
-  o.max_tokens = d.max_new_tokens > 0 ? d.max_new_tokens : max_tokens;
-  o.sampling = d.sampling;
-  o.penalties = d.penalties;
-  o.eos_ids = d.eos_ids;
-  o.loop_guard = d.loop_guard;
-  return o;
-}
 
 model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t positions) {
   model::ExecutorOptions o;
@@ -39,7 +29,7 @@ model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t posit
   return o;
 }
 
-GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const GenerateOptions& opts,
+GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const DecodeParams& opts,
                         const GenerateHooks& hooks) {
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
   auto exec = make_executor(m, single_sequence_options(T, T + std::max(0, opts.max_tokens)));
@@ -47,7 +37,7 @@ GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt,
 }
 
 GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const model::Prompt& prompt,
-                        const GenerateOptions& opts, const GenerateHooks& hooks) {
+                        const DecodeParams& opts, const GenerateHooks& hooks) {
   GenerateResult r;
   const auto& tc = m.config().text;
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
@@ -118,13 +108,8 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   r.prefill_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  Sampler sampler(opts.sampling);
-  LoopGuard guard(opts.loop_guard);
-  // What the penalties look at, as the engine keeps them: prompt + output, and output counts.
-  std::vector<int32_t> context;
-  std::unordered_map<int32_t, int> out_counts;
-  if (opts.penalties.any()) context = prompt.ids;
-  r.finish_reason = "length";
+  TokenSelector selector(opts, std::max(0, opts.max_tokens));
+  std::vector<int32_t> context = prompt.ids;  // what the penalties look at: prompt + output
   for (int step = 0; step < opts.max_tokens; ++step) {
     if (step > 0) {
       model::StepSeq d;
@@ -137,26 +122,21 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
       exec.step({d}, &out);
       std::copy(out.logits.data<float>(), out.logits.data<float>() + V, logits.begin());
     }
-    if (opts.penalties.any()) apply_penalties(opts.penalties, context, out_counts, logits.data(), V);
-    const int32_t tok = sampler.sample(logits.data(), V);
-    r.tokens.push_back(tok);
-    if (opts.penalties.any()) {
-      context.push_back(tok);
-      ++out_counts[tok];
-    }
-    const bool eos = !opts.ignore_eos &&
-                     std::find(opts.eos_ids.begin(), opts.eos_ids.end(), tok) != opts.eos_ids.end();
-    if (hooks.on_token && !hooks.on_token(tok)) {
-      r.finish_reason = "stop";
+    const std::optional<Selection> sel = selector.select(logits.data(), V, context);
+    if (!sel) {  // a forced output ended without an EOS id
+      r.finish_reason = FinishReason::kStop;
       break;
     }
-    if (eos) {
-      r.finish_reason = "stop";
+    r.tokens.push_back(sel->token);
+    context.push_back(sel->token);
+    const std::optional<Finish> fin = selector.accept(sel->token);
+    if (hooks.on_token && !hooks.on_token(sel->token)) {
+      r.finish_reason = FinishReason::kStop;
       break;
     }
-    if (guard.push(tok)) {
-      r.finish_reason = "stop";
-      r.stop_reason = "repetition";
+    if (fin) {
+      r.finish_reason = fin->reason;
+      r.stop_reason = fin->stop;
       break;
     }
   }

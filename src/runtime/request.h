@@ -1,5 +1,6 @@
-// What a frontend hands the engine (RequestInput) and how results come back (RequestStream: a
-// thread-safe queue of token events the HTTP thread waits on; cancel() from any thread).
+// What a frontend hands the engine (RequestInput: the prompt and its DecodeParams) and how results
+// come back (RequestStream: a thread-safe queue of token events the HTTP thread waits on; cancel()
+// from any thread). Requests are built by runtime/request_path.h.
 #pragma once
 
 #include <atomic>
@@ -13,8 +14,8 @@
 #include <vector>
 
 #include "model/processor.h"
-#include "runtime/loop_guard.h"
-#include "runtime/sampler.h"
+#include "runtime/finish.h"
+#include "runtime/token_selector.h"
 
 namespace locr::runtime {
 
@@ -22,28 +23,7 @@ struct RequestInput {
   std::string request_id;
   std::vector<int32_t> prompt_ids;             // image tokens already expanded
   std::vector<model::ProcessedImage> images;   // in prompt order
-  SamplingParams sampling;
-  int max_tokens = 16;
-  std::vector<int32_t> eos_ids;                // model EOS ids (ignored with ignore_eos)
-  std::vector<int32_t> stop_token_ids;         // extra stop ids (always honoured)
-  bool ignore_eos = false;
-  int min_tokens = 0;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  int logprobs = -1;                           // -1: none; k >= 0: chosen token + top k
-  LoopGuardConfig loop_guard;                  // stop on degenerate repetition loops
-  // Testing (`--debug-forced-output`): when not empty, output token k is forced_ids[k] instead of
-  // a sampled one, then eos_ids[0] (finish_reason "stop"; without an EOS id the request just
-  // stops). The model still runs every step, so timings, KV and logprobs are real: a reported
-  // logprob is the model's log-probability of the forced token. Such requests sample on the host,
-  // and the loop guard does not cut them short.
-  std::vector<int32_t> forced_ids;
-};
-
-struct TopLogprob {
-  int32_t token;
-  float logprob;
+  DecodeParams decode;                         // how its tokens are chosen and when it ends
 };
 
 struct TokenEvent {
@@ -51,9 +31,9 @@ struct TokenEvent {
   float logprob = 0;
   std::vector<TopLogprob> top;   // when logprobs were requested
   bool finished = false;
-  std::string finish_reason;     // "stop", "length", "abort", "error"
-  std::string stop_reason;       // e.g. "repetition", or the stop token id as text
-  std::string error;
+  FinishReason finish_reason = FinishReason::kStop;  // when finished
+  StopReason stop_reason;        // a stop token id, or the loop guard's repetition
+  std::string error;             // kError: why
 };
 
 // Per-request timings the engine fills in (seconds since submit).
@@ -80,13 +60,13 @@ class RequestStream {
     return e;
   }
   // Stops the request at the engine's next step. `reason` is what the engine records as its
-  // finish reason in metrics: "abort" (client gone) or "stop" (a stop string matched upstream).
-  void cancel(const char* reason = "abort") {
+  // finish reason in metrics: kAbort (client gone) or kStop (a stop string matched upstream).
+  void cancel(FinishReason reason = FinishReason::kAbort) {
     reason_.store(reason);
     cancelled_.store(true);
   }
   bool cancelled() const { return cancelled_.load(); }
-  const char* cancel_reason() const { return reason_.load(); }
+  FinishReason cancel_reason() const { return reason_.load(); }
   RequestTimes times() const {
     std::lock_guard<std::mutex> lock(mu_);
     return times_;
@@ -101,7 +81,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
   std::atomic<bool> cancelled_{false};
-  std::atomic<const char*> reason_{"abort"};
+  std::atomic<FinishReason> reason_{FinishReason::kAbort};
   RequestTimes times_;
 };
 

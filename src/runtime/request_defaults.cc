@@ -2,19 +2,14 @@
 
 namespace locr::runtime {
 
-void apply_penalties(const Penalties& p, const std::vector<int32_t>& context,
-                     const std::unordered_map<int32_t, int>& out_counts, float* logits, int64_t vocab) {
-  if (p.repetition != 1.0f) {
-    std::vector<char> seen(vocab, 0);
-    for (int32_t t : context)
-      if (t >= 0 && t < vocab && !seen[t]) {
-        seen[t] = 1;
-        logits[t] = logits[t] > 0 ? logits[t] / p.repetition : logits[t] * p.repetition;
-      }
-  }
-  if (p.presence != 0.0f || p.frequency != 0.0f)
-    for (const auto& [t, c] : out_counts)
-      if (t >= 0 && t < vocab) logits[t] -= p.presence + p.frequency * c;
+DecodeParams RequestDefaults::decode(int max_tokens) const {
+  DecodeParams d;
+  d.sampling = sampling;
+  d.penalties = penalties;
+  d.max_tokens = max_tokens;
+  d.eos_ids = eos_ids;
+  d.loop_guard = loop_guard;
+  return d;
 }
 
 RequestDefaults request_defaults(const model::GenerationConfig& g) {

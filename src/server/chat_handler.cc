@@ -29,30 +29,24 @@ model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci, int max
                     ci.image_urls.size(), "."),
                 "messages");
   std::vector<ImageSource> sources = fetch_images(ci.image_urls, ctx.opts());
-  const model::LightOnOcr& m = ctx.model();
+  const runtime::RequestPath& path = ctx.request_path();
   try {
-    model::RenderedChat chat = m.render_chat(ci.messages);
+    model::RenderedChat chat = path.model().render_chat(ci.messages);
     if (chat.n_images != sources.size())
       bad_request(str("cannot build the prompt: the prompt has ", chat.n_images, " image placeholder(s) but ",
                       sources.size(), " image(s) were given"),
                   "messages");
-    // The prompt length from the image sizes alone, checked before any pixel is decoded.
-    int64_t len = static_cast<int64_t>(chat.ids.size() - chat.n_images);
-    std::vector<int> image_tokens;
-    for (const ImageSource& s : sources) image_tokens.push_back(m.image_tokens(s.size.height, s.size.width));
-    for (int n : image_tokens) len += n;
+    // The prompt from the image sizes alone, its length checked before any pixel is decoded.
+    std::vector<io::ImageSize> sizes;
+    for (const ImageSource& s : sources) sizes.push_back(s.size);
+    model::Prompt p;
+    p.ids = path.prompt_ids(chat, sizes);
     if (!decode) {
-      model::Prompt p;
-      size_t next = 0;
-      for (int32_t id : chat.ids) {
-        if (id == m.config().image_token_id) p.ids.insert(p.ids.end(), image_tokens[next++], id);
-        else p.ids.push_back(id);
-      }
       p.text = std::move(chat.text);
       return p;
     }
-    check_prompt_length(ctx.engine().options().max_model_len, len, max_tokens);
-    return m.build_prompt(std::move(chat), decode_images(std::move(sources), ctx));
+    check_prompt_length(path.max_model_len(), static_cast<int64_t>(p.ids.size()), max_tokens);
+    return path.prompt(std::move(chat), decode_images(std::move(sources), ctx));
   } catch (const ApiError&) {
     throw;
   } catch (const locr::Error& e) {
@@ -104,9 +98,9 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
       const json lp = logprobs ? chat_logprobs_json(d.logprobs, tok, as_ids) : json(nullptr);
       // An engine fault ended this choice: an error event (as vLLM streams one, which OpenAI's SDKs
       // raise), then its final chunk with finish_reason "error".
-      if (d.finished && d.finish_reason == "error") out += sse_event(error_body(500, d.error));
-      out += sse_event(with_usage(chat_chunk(head, d.index, delta, lp, d.finished ? json(d.finish_reason) : json(nullptr),
-                                             d.stop_reason)));
+      if (d.finished && d.finish_reason == runtime::FinishReason::kError) out += sse_event(error_body(500, d.error));
+      const json reason = d.finished ? finish_reason_json(d.finish_reason) : json(nullptr);
+      out += sse_event(with_usage(chat_chunk(head, d.index, delta, lp, reason, d.stop_reason)));
     }
   };
   w.on_done = [head, gen, p](std::string& out) {

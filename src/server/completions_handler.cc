@@ -73,9 +73,9 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
       const json lp = logprobs ? completion_logprobs_json(d.logprobs, tok, (*offsets)[d.index], as_ids) : json(nullptr);
       // An engine fault ended this choice: an error event (as vLLM streams one, which OpenAI's SDKs
       // raise), then its final chunk with finish_reason "error".
-      if (d.finished && d.finish_reason == "error") out += sse_event(error_body(500, d.error));
-      out += sse_event(with_usage(completion_chunk(head, d.index, d.text, lp,
-                                                   d.finished ? json(d.finish_reason) : json(nullptr), d.stop_reason)));
+      if (d.finished && d.finish_reason == runtime::FinishReason::kError) out += sse_event(error_body(500, d.error));
+      const json reason = d.finished ? finish_reason_json(d.finish_reason) : json(nullptr);
+      out += sse_event(with_usage(completion_chunk(head, d.index, d.text, lp, reason, d.stop_reason)));
     }
   };
   w.on_done = [head, gen, p](std::string& out) {

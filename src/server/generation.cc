@@ -11,11 +11,9 @@ struct Generation::Choice {
   int index = 0;
   size_t prompt = 0;
   std::shared_ptr<runtime::RequestStream> stream;
-  runtime::Detokenizer detok;
-  StopMatcher stop;
+  runtime::TextOutput text;
   bool finished = false;
-  Choice(const model::Tokenizer& tok, const GenParams& p)
-      : detok(tok, p.skip_special_tokens), stop(p.stop, p.include_stop_str_in_output) {}
+  explicit Choice(runtime::TextOutput t) : text(std::move(t)) {}
 };
 
 namespace {
@@ -30,13 +28,21 @@ namespace {
                  "max_tokens");
 }
 
-nlohmann::json stop_reason_json(const std::string& s) {
-  if (s.empty()) return nullptr;
-  if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::stoll(s);
-  return s;
+}  // namespace
+
+nlohmann::json finish_reason_json(std::optional<runtime::FinishReason> r) {
+  return r ? nlohmann::json(runtime::finish_reason_name(*r)) : nlohmann::json(nullptr);
 }
 
-}  // namespace
+nlohmann::json stop_reason_json(const runtime::StopReason& r) {
+  switch (r.kind) {
+    case runtime::StopReason::Kind::kNone: return nullptr;
+    case runtime::StopReason::Kind::kTokenId: return r.token;
+    case runtime::StopReason::Kind::kString: return r.text;
+    case runtime::StopReason::Kind::kRepetition: return "repetition";
+  }
+  return nullptr;
+}
 
 void check_prompt_length(int64_t max_len, int64_t len, int max_tokens) {
   if (len >= max_len) too_long(max_len, len, max_tokens);
@@ -54,22 +60,15 @@ void check_choice_count(int max_choices, size_t n_prompts, int n) {
 
 std::vector<int> Generation::check(ServerContext& ctx, const GenParams& params, const std::vector<PreparedPrompt>& prompts,
                                    int64_t* prompt_tokens) {
-  const int64_t max_len = ctx.engine().options().max_model_len;
-  const auto& gc = ctx.generation_defaults();
+  const runtime::RequestPath& path = ctx.request_path();
   check_choice_count(ctx.opts().max_choices, prompts.size(), params.n);
   std::vector<int> max_tokens(prompts.size());
   int64_t total = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t len = static_cast<int64_t>(prompts[i].ids.size());
     if (len == 0) bad_request("the prompt is empty", "prompt");
-    check_prompt_length(max_len, len, params.max_tokens);
-    if (params.max_tokens > 0) {
-      max_tokens[i] = params.max_tokens;
-    } else {
-      int64_t m = max_len - len;
-      if (ctx.use_generation_defaults() && gc.max_new_tokens > 0) m = std::min<int64_t>(m, gc.max_new_tokens);
-      max_tokens[i] = static_cast<int>(m);
-    }
+    check_prompt_length(path.max_model_len(), len, params.max_tokens);
+    max_tokens[i] = path.max_tokens(len, params.max_tokens);
     if (params.min_tokens > max_tokens[i])
       bad_request(str("'min_tokens' (", params.min_tokens, ") is more than the tokens left (", max_tokens[i], ")"),
                   "min_tokens");
@@ -82,21 +81,23 @@ std::vector<int> Generation::check(ServerContext& ctx, const GenParams& params, 
 Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<PreparedPrompt> prompts,
                        const std::string& request_id, int max_prompts_in_flight)
     : ctx_(ctx), params_(params), prompts_(std::move(prompts)), n_(params.n) {
-  for (int id : ctx.model().generation_config().eos_token_ids) eos_ids_.push_back(id);
-  vocab_ = ctx.model().tokenizer().vocab_size();
-  std::vector<int> max_tokens = check(ctx, params_, prompts_, &prompt_tokens_);
-
-  max_tokens_ = std::move(max_tokens);
+  max_tokens_ = check(ctx, params_, prompts_, &prompt_tokens_);
   request_id_ = request_id;
   max_in_flight_ = std::max(0, max_prompts_in_flight);
   unfinished_.assign(prompts_.size(), n_);
-  for (size_t i = 0; i < prompts_.size(); ++i)
+  runtime::TextOptions text;  // each choice's output processing (runtime/text_output.h)
+  text.skip_special = params_.skip_special_tokens;
+  text.stop = params_.stop;
+  text.include_stop_str = params_.include_stop_str_in_output;
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const runtime::DecodeParams decode = decode_params(i);
     for (int j = 0; j < n_; ++j) {
-      auto c = std::make_unique<Choice>(ctx.model().tokenizer(), params_);
+      auto c = std::make_unique<Choice>(ctx.request_path().output(decode, text));
       c->index = static_cast<int>(choices_.size());
       c->prompt = i;
       choices_.push_back(std::move(c));
     }
+  }
   results_.resize(choices_.size());
   while (next_prompt_ < prompts_.size() && (max_in_flight_ == 0 || in_flight_ < max_in_flight_)) submit(next_prompt_++);
   ctx_.add_active(this);
@@ -114,31 +115,33 @@ void Generation::submit(size_t i) {
     }
     pp.load_images = nullptr;
   }
+  const runtime::DecodeParams decode = decode_params(i);
   for (int j = 0; j < n_; ++j) {
     Choice& c = *choices_[i * n_ + j];
     runtime::RequestInput in;
     in.request_id = request_id_ + "-" + std::to_string(c.index);
     in.prompt_ids = pp.ids;
     in.images = j + 1 == n_ ? std::move(pp.images) : pp.images;
-    in.sampling = params_.sampling;
-    in.sampling.seed = params_.sampling.has_seed ? params_.sampling.seed + static_cast<uint64_t>(j) : ctx_.next_seed();
-    in.sampling.has_seed = true;
-    in.max_tokens = max_tokens_[i];
-    in.eos_ids = eos_ids_;
-    in.stop_token_ids = params_.stop_token_ids;
-    in.ignore_eos = params_.ignore_eos;
-    // The loop guard follows the server's setting; a request asking for a fixed length
-    // (ignore_eos, as benchmarks do) turns it off unless it sets "loop_guard" itself.
-    in.loop_guard = ctx_.opts().loop_guard;
-    in.loop_guard.enabled = params_.loop_guard.value_or(ctx_.opts().loop_guard.enabled && !params_.ignore_eos);
-    in.min_tokens = params_.min_tokens;
-    in.repetition_penalty = params_.repetition_penalty;
-    in.presence_penalty = params_.presence_penalty;
-    in.frequency_penalty = params_.frequency_penalty;
-    in.logprobs = params_.logprobs < 0 && params_.confidence_threshold > 0 ? 0 : params_.logprobs;
-    in.forced_ids = ctx_.opts().debug_forced_ids;
+    in.decode = decode;
+    runtime::SamplingParams& s = in.decode.sampling;
+    s.seed = params_.sampling.has_seed ? params_.sampling.seed + static_cast<uint64_t>(j) : ctx_.next_seed();
+    s.has_seed = true;
     std::atomic_store(&c.stream, ctx_.engine().submit(std::move(in)));
   }
+}
+
+runtime::DecodeParams Generation::decode_params(size_t i) const {
+  const runtime::RequestPath& path = ctx_.request_path();
+  // The server's defaults, EOS ids, loop guard and forced output, with this request's values over them.
+  runtime::DecodeParams d = path.decode(static_cast<int64_t>(prompts_[i].ids.size()), max_tokens_[i]);
+  d.sampling = params_.sampling;  // the defaults with the request's values (parse_gen_params)
+  d.penalties = params_.penalties;
+  d.min_tokens = params_.min_tokens;
+  d.stop_token_ids = params_.stop_token_ids;
+  d.ignore_eos = params_.ignore_eos;
+  d.loop_guard = path.loop_guard(params_.loop_guard, params_.ignore_eos);
+  d.logprobs = params_.logprobs < 0 && params_.confidence_threshold > 0 ? 0 : params_.logprobs;
+  return d;
 }
 
 // On the polling thread: choices that can never run (their images failed, or the generation
@@ -150,7 +153,7 @@ void Generation::top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& tou
       if (!c->finished && !c->stream && (c->prompt < next_prompt_ || cancelled_)) {
         const bool failed = !results_[c->index].error.empty();
         if (failed) deltas[c->index].error = results_[c->index].error;
-        finish(*c, deltas[c->index], failed ? "error" : "abort", nullptr);
+        finish(*c, deltas[c->index], failed ? runtime::FinishReason::kError : runtime::FinishReason::kAbort, nullptr);
         touched[c->index] = 1;
       }
     if (cancelled_ || next_prompt_ >= prompts_.size() || (max_in_flight_ > 0 && in_flight_ >= max_in_flight_)) return;
@@ -176,7 +179,7 @@ int64_t Generation::cached_tokens() const {
   return n;
 }
 
-void Generation::finish(Choice& c, ChoiceDelta& d, const std::string& reason, nlohmann::json stop_reason) {
+void Generation::finish(Choice& c, ChoiceDelta& d, runtime::FinishReason reason, nlohmann::json stop_reason) {
   c.finished = true;
   ++n_finished_;
   d.finished = true;
@@ -198,7 +201,6 @@ void Generation::finish(Choice& c, ChoiceDelta& d, const std::string& reason, nl
 void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
   if (c.finished) return;  // e.g. tokens after a stop string, before the engine saw the cancel
   ChoiceResult& r = results_[c.index];
-  std::string piece;
   if (e.token >= 0) {
     ++r.n_tokens;
     ++completion_tokens_;
@@ -214,29 +216,22 @@ void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
       r.logprobs.push_back(lp);
       d.logprobs.push_back(std::move(lp));
     }
-    // The text of a token that ends the request (EOS, stop_token_ids) is not part of the output.
-    const bool stop_token =
-        std::find(params_.stop_token_ids.begin(), params_.stop_token_ids.end(), e.token) != params_.stop_token_ids.end() ||
-        (!params_.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), e.token) != eos_ids_.end());
-    // Ids past the tokenizer (the embedding matrix is padded) decode to nothing, as in HF.
-    if ((!stop_token || params_.include_stop_str_in_output) && e.token < vocab_) piece = c.detok.push(e.token);
   }
-  if (e.finished) piece += c.detok.finish();
-  std::string out = c.stop.push(piece);
-  if (c.stop.matched()) {
-    c.stream->cancel("stop");  // the engine records it as a stop, not an abort
+  std::string out = c.text.push(e.token, e.finished);
+  if (c.text.stopped()) {
+    c.stream->cancel(runtime::FinishReason::kStop);  // the engine records it as a stop, not an abort
     ctx_.metrics().stop_string_finishes.fetch_add(1);
     d.text += out;
     r.text += out;
-    finish(c, d, "stop", c.stop.stop());
+    finish(c, d, runtime::FinishReason::kStop, stop_reason_json(c.text.stop_reason()));
     return;
   }
-  if (e.finished) out += c.stop.flush();
   d.text += out;
   r.text += out;
-  if (e.finished && e.finish_reason == "error")  // an engine fault: the request ends with its message
+  // An engine fault: the request ends with its message.
+  if (e.finished && e.finish_reason == runtime::FinishReason::kError)
     r.error = d.error = e.error.empty() ? "internal error in the engine" : e.error;
-  if (e.finished) finish(c, d, e.finish_reason.empty() ? "stop" : e.finish_reason, stop_reason_json(e.stop_reason));
+  if (e.finished) finish(c, d, e.finish_reason, stop_reason_json(e.stop_reason));
 }
 
 bool Generation::drain(Choice& c, ChoiceDelta& d, std::chrono::milliseconds timeout) {

@@ -1,26 +1,27 @@
-// One API request's generation: its prompts (one for chat, one or more for completions) times n
-// choices, each an engine request. Checks lengths against --max-model-len, resolves max_tokens,
-// submits, and turns the engine's token events into per-choice text deltas: incremental
-// detokenisation, stop strings (held back, then the engine request is cancelled), EOS/stop-token
-// text suppression, log-probabilities, usage counts. Used by both chat and completions; knows
-// nothing of HTTP or JSON shapes.
+// One API request's generation: its prompts (one for chat, one or more for completions, pages for
+// /v1/ocr) times n choices, each an engine request. Checks lengths against --max-model-len (vLLM's
+// wording), builds each request through the server's RequestPath (runtime/request_path.h: the
+// defaults, max_tokens against the context, the loop guard), submits, and turns the engine's token
+// events into per-choice text deltas through a runtime::TextOutput each (detokenizing, EOS/stop-token
+// text suppression, stop strings: held back, then the engine request is cancelled), plus
+// log-probabilities and usage counts. Knows nothing of HTTP or JSON shapes.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "model/processor.h"
-#include "runtime/detokenizer.h"
+#include "runtime/finish.h"
 #include "runtime/request.h"
 #include "server/openai_schema.h"
 #include "server/server_context.h"
-#include "server/stop_matcher.h"
 
 namespace locr::server {
 
@@ -46,8 +47,8 @@ struct ChoiceDelta {
   std::string text;
   std::vector<TokenLogprob> logprobs;
   bool finished = false;
-  std::string finish_reason;                   // "stop", "length", "abort", "error"
-  nlohmann::json stop_reason;                  // null, the stop string, or the stop token id
+  runtime::FinishReason finish_reason = runtime::FinishReason::kStop;  // when finished
+  nlohmann::json stop_reason;                  // null, the stop string, the stop token id, or "repetition"
   std::string error;                           // finish_reason "error": why
 };
 
@@ -65,11 +66,17 @@ struct ChoiceResult {
   TokenConfidence confidence;
   std::string text;
   std::vector<TokenLogprob> logprobs;
-  std::string finish_reason;
+  std::optional<runtime::FinishReason> finish_reason;  // once finished
   nlohmann::json stop_reason;
   int64_t n_tokens = 0;
   std::string error;                           // finish_reason "error": why (load_images threw, an engine fault)
 };
+
+// The JSON of a stop_reason as vLLM writes it: null, the stop token id (a number), the stop string,
+// or "repetition" (locr's loop guard).
+nlohmann::json stop_reason_json(const runtime::StopReason& r);
+// A finish_reason as JSON: its name, or null while the choice runs.
+nlohmann::json finish_reason_json(std::optional<runtime::FinishReason> r);
 
 // ApiError 400 (vLLM's wording) unless a prompt of `prompt_len` tokens, plus `max_tokens` when it
 // is > 0, fits in max_model_len. Generation checks every prompt with it; chat requests call it
@@ -116,10 +123,12 @@ class Generation {
  private:
   struct Choice;
   void submit(size_t prompt);
+  // Prompt `prompt`'s request as the server's RequestPath builds it, with this request's values.
+  runtime::DecodeParams decode_params(size_t prompt) const;
   void top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& touched);
   bool drain(Choice& c, ChoiceDelta& d, std::chrono::milliseconds timeout);
   void on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d);
-  void finish(Choice& c, ChoiceDelta& d, const std::string& reason, nlohmann::json stop_reason);
+  void finish(Choice& c, ChoiceDelta& d, runtime::FinishReason reason, nlohmann::json stop_reason);
 
   ServerContext& ctx_;
   GenParams params_;
@@ -127,8 +136,6 @@ class Generation {
   int n_ = 1;
   std::vector<std::unique_ptr<Choice>> choices_;
   std::vector<ChoiceResult> results_;
-  std::vector<int32_t> eos_ids_;
-  int32_t vocab_ = 0;  // tokenizer ids
   int n_finished_ = 0;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   std::string request_id_;

@@ -218,10 +218,9 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
 
   // Every page's prompt from its size alone: lengths are checked before anything is rendered.
   const model::LightOnOcr& m = ctx.model();
-  // The recommended request: the page image alone, or in grounding mode the image then `grounding`.
-  static const std::string kGroundingPrompt = "grounding";
-  const model::RenderedChat chat =
-      m.render_chat(model::LightOnOcr::make_messages(nullptr, job->opts.grounding ? &kGroundingPrompt : nullptr, 1));
+  const runtime::RequestPath& path = ctx.request_path();
+  // The recommended request (as `locr ocr`): the page image alone, or in grounding mode the image then `grounding`.
+  const model::RenderedChat chat = m.render_chat(runtime::RequestPath::ocr_messages(job->opts.grounding));
   const int in_flight = std::max(1, ctx.opts().ocr_pages_in_flight);
   auto shared_doc = std::make_shared<io::Document>(std::move(doc));
   std::vector<PreparedPrompt> prompts(selected.size());
@@ -237,12 +236,8 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
     } catch (const locr::Error& e) {
       throw ApiError(400, str("cannot render page ", selected[i], ": ", e.what()), "document");
     }
-    for (int32_t id : chat.ids) {
-      if (id == m.config().image_token_id) prompts[i].ids.insert(prompts[i].ids.end(), n_tokens, id);
-      else prompts[i].ids.push_back(id);
-    }
-    check_prompt_length(ctx.engine().options().max_model_len, static_cast<int64_t>(prompts[i].ids.size()),
-                        p.max_tokens);
+    prompts[i].ids = path.prompt_ids(chat, {size});
+    check_prompt_length(path.max_model_len(), static_cast<int64_t>(prompts[i].ids.size()), p.max_tokens);
     const auto model_size = model::target_size(size.height, size.width, m.processor_config());
     const int64_t page_bytes = int64_t{model_size[0]} * model_size[1] * 3;
     largest_page = std::max(largest_page, page_bytes);
@@ -333,7 +328,7 @@ json page_json(const OcrJob& job, const Gen& gen, int i) {
             {"index", i},
             {"dimensions", {{"width", p.width}, {"height", p.height}}},
             {"text", page_text(job, r.text, p.width, p.height, &blocks)},
-            {"finish_reason", r.finish_reason.empty() ? json(nullptr) : json(r.finish_reason)},
+            {"finish_reason", finish_reason_json(r.finish_reason)},
             {"stop_reason", r.stop_reason},
             {"usage", usage_json(static_cast<int64_t>(gen.prompts()[i].ids.size()), r.n_tokens)},
             {"timings",
@@ -414,8 +409,8 @@ json progress_json(const OcrJob& job, const Gen& gen) {
   int done = 0;
   for (size_t i = 0; i < job.pages.size(); ++i) {
     const ChoiceResult& r = gen.results()[i];
-    const char* state = !r.finish_reason.empty() ? "done" : (job.pages[i].first_token_s >= 0 ? "running" : "waiting");
-    done += !r.finish_reason.empty();
+    const char* state = r.finish_reason ? "done" : (job.pages[i].first_token_s >= 0 ? "running" : "waiting");
+    done += r.finish_reason.has_value();
     pages.push_back({{"page", job.pages[i].page}, {"state", state}, {"completion_tokens", r.n_tokens}});
   }
   return {{"id", job.id},

@@ -91,7 +91,7 @@ void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     } else {
       const auto& results = gen->results();
       while (job->next_in_order < static_cast<int>(job->pages.size()) &&
-             !results[job->next_in_order].finish_reason.empty())
+             results[job->next_in_order].finish_reason)
         out += event(job->next_in_order++);
     }
     if (job->opts.progress && Clock::now() - job->last_progress >= kProgressInterval) {

@@ -29,7 +29,7 @@ constexpr int kFormat = 1;  // request.json's "format_version"
 
 json result_json(const ChoiceResult& r) {
   return {{"text", r.text},
-          {"finish_reason", r.finish_reason},
+          {"finish_reason", finish_reason_json(r.finish_reason)},
           {"stop_reason", r.stop_reason},
           {"n_tokens", r.n_tokens},
           {"error", r.error},
@@ -43,7 +43,10 @@ json result_json(const ChoiceResult& r) {
 ChoiceResult result_from(const json& j) {
   ChoiceResult r;
   r.text = j.at("text").get<std::string>();
-  r.finish_reason = j.at("finish_reason").get<std::string>();
+  runtime::FinishReason reason;
+  if (!runtime::parse_finish_reason(j.at("finish_reason").get<std::string>(), &reason))
+    throw std::runtime_error("a finished page without a known finish_reason");
+  r.finish_reason = reason;
   r.stop_reason = j.at("stop_reason");
   r.n_tokens = j.at("n_tokens").get<int64_t>();
   r.error = j.at("error").get<std::string>();
@@ -52,7 +55,6 @@ ChoiceResult result_from(const json& j) {
   r.confidence.sum_logprob = c.at("sum_logprob").get<double>();
   r.confidence.min_logprob = c.at("min_logprob").get<float>();
   r.confidence.below_threshold = c.at("below_threshold").get<int64_t>();
-  if (r.finish_reason.empty()) throw std::runtime_error("a finished page without finish_reason");
   return r;
 }
 

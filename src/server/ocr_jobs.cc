@@ -260,7 +260,7 @@ void OcrJobs::run(const std::shared_ptr<Job>& job) {
         job->started[i] = 1;
         job->tokens[i] = gen->results()[d.index].n_tokens;
         if (!d.finished) continue;
-        if (d.finish_reason == "abort") {  // cancelled under it (a second signal): runs again
+        if (d.finish_reason == runtime::FinishReason::kAbort) {  // cancelled under it (a second signal): runs again
           aborted = true;
           continue;
         }

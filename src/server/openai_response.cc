@@ -25,8 +25,6 @@ json bytes_of(const model::Tokenizer& tok, int32_t id) {
 // JSON numbers cannot be -inf; vLLM clamps the same way.
 double finite(float lp) { return lp < -9999.0f ? -9999.0 : static_cast<double>(lp); }
 
-json reason_or_null(const std::string& r) { return r.empty() ? json(nullptr) : json(r); }
-
 }  // namespace
 
 std::string token_text(const model::Tokenizer& tok, int32_t id) { return runtime::utf8_sanitize(raw_bytes(tok, id)); }
@@ -81,7 +79,7 @@ json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, co
     choices.push_back({{"index", i},
                        {"message", {{"role", h.role}, {"content", rs[i].text}, {"tool_calls", json::array()}}},
                        {"logprobs", logprobs ? chat_logprobs_json(rs[i].logprobs, tok, as_ids) : json(nullptr)},
-                       {"finish_reason", reason_or_null(rs[i].finish_reason)},
+                       {"finish_reason", finish_reason_json(rs[i].finish_reason)},
                        {"stop_reason", rs[i].stop_reason}});
   }
   return {{"id", h.id},
@@ -115,7 +113,7 @@ json completion_response(const ResponseHead& h, const Generation& g, bool logpro
     choices.push_back({{"index", i},
                        {"text", echo + rs[i].text},
                        {"logprobs", logprobs ? completion_logprobs_json(rs[i].logprobs, tok, offset, as_ids) : json(nullptr)},
-                       {"finish_reason", reason_or_null(rs[i].finish_reason)},
+                       {"finish_reason", finish_reason_json(rs[i].finish_reason)},
                        {"stop_reason", rs[i].stop_reason},
                        {"prompt_logprobs", nullptr}});
   }

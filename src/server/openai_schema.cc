@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "runtime/request_defaults.h"
 #include "server/errors.h"
 #include "server/json_surrogates.h"
 
@@ -107,16 +106,12 @@ std::optional<std::string> opt_string(const json& body, const char* key) {
 }
 
 GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) {
-  const auto& gc = ctx.generation_defaults();
-  const bool use_gc = ctx.use_generation_defaults();
   const int32_t vocab = ctx.model().config().text.vocab_size;
   GenParams p;
-  if (use_gc) {  // the defaults `locr generate` and `locr ocr` start from too
-    const runtime::RequestDefaults d = runtime::request_defaults(gc);
+  {  // the defaults `locr generate` and `locr ocr` start from too (runtime/request_path.h)
+    const runtime::RequestDefaults& d = ctx.request_path().defaults();
     p.sampling = d.sampling;
-    p.repetition_penalty = d.penalties.repetition;
-    p.presence_penalty = d.penalties.presence;
-    p.frequency_penalty = d.penalties.frequency;
+    p.penalties = d.penalties;
   }
 
   if (auto v = opt_number(body, "temperature")) {
@@ -141,15 +136,15 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) 
   }
   if (auto v = opt_number(body, "presence_penalty")) {
     check_range("presence_penalty", *v, -2, 2);
-    p.presence_penalty = static_cast<float>(*v);
+    p.penalties.presence = static_cast<float>(*v);
   }
   if (auto v = opt_number(body, "frequency_penalty")) {
     check_range("frequency_penalty", *v, -2, 2);
-    p.frequency_penalty = static_cast<float>(*v);
+    p.penalties.frequency = static_cast<float>(*v);
   }
   if (auto v = opt_number(body, "repetition_penalty")) {
     if (!(*v > 0) || *v > 1e6) bad_request(str("'repetition_penalty' must be > 0, got ", *v), "repetition_penalty");
-    p.repetition_penalty = static_cast<float>(*v);
+    p.penalties.repetition = static_cast<float>(*v);
   }
 
   std::optional<int64_t> max_tokens = opt_int(body, "max_tokens");

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/sampler.h"
+#include "runtime/token_selector.h"
 #include "server/server_context.h"
 
 namespace locr::server {
@@ -42,9 +42,7 @@ struct GenParams {
   std::optional<bool> loop_guard;    // locr extension; unset: the server default (off with ignore_eos)
   bool skip_special_tokens = true;
   bool include_stop_str_in_output = false;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
+  runtime::Penalties penalties;      // repetition_penalty, presence_penalty, frequency_penalty
   int logprobs = -1;                 // -1: none; k: the chosen token's and the top k
   // > 0: each choice keeps statistics of its sampled tokens' log-probabilities (/v1/ocr's page
   // confidence), counting those with probability below this; the engine computes the chosen

@@ -7,20 +7,35 @@
 
 namespace locr::server {
 
+namespace {
+
+runtime::RequestPath server_request_path(const model::LightOnOcr& model, const runtime::Engine& engine,
+                                         const ServerOptions& o) {
+  // --generation-config vllm: vLLM's defaults (sampling on, temperature 1, no max_new_tokens),
+  // which are also what a request starts from without any.
+  const model::GenerationConfig g = apply_generation_overrides(
+      o.use_generation_config ? model.generation_config() : vllm_generation_defaults(model.generation_config()),
+      o.override_generation_config);
+  runtime::RequestDefaults d = runtime::request_defaults(g);
+  d.loop_guard = o.loop_guard;
+  runtime::RequestPathOptions ro;
+  ro.max_model_len = engine.options().max_model_len;
+  ro.forced_ids = o.debug_forced_ids;
+  return runtime::RequestPath(model, std::move(d), ro);
+}
+
+}  // namespace
+
 ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts)
     : model_(model),
       engine_(engine),
       opts_(std::move(opts)),
+      request_path_(server_request_path(model, engine, opts_)),
       metrics_(engine.options().max_model_len),
       decode_budget_(opts_.max_decode_bytes),
       seed_rng_(opts_.seed),
       id_rng_(std::random_device{}()) {
   LOCR_CHECK(!opts_.served_model_names.empty(), "at least one served model name");
-  const bool overrides = opts_.override_generation_config.is_object() && !opts_.override_generation_config.empty();
-  use_generation_ = opts_.use_generation_config || overrides;
-  generation_ = apply_generation_overrides(
-      opts_.use_generation_config ? model.generation_config() : vllm_generation_defaults(model.generation_config()),
-      opts_.override_generation_config);
 }
 
 bool ServerContext::serves(const std::string& name) const {

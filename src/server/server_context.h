@@ -17,6 +17,7 @@
 
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "runtime/request_path.h"
 #include "server/cors.h"
 #include "server/decode_budget.h"
 #include "server/server_metrics.h"
@@ -89,11 +90,11 @@ class ServerContext {
   ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts);
 
   const model::LightOnOcr& model() const { return model_; }
-  // The defaults requests start from (generation_config.json or vLLM's, with
-  // --override-generation-config merged; server/generation_defaults.h), and whether they apply
-  // (--generation-config auto, or any override).
-  const model::GenerationConfig& generation_defaults() const { return generation_; }
-  bool use_generation_defaults() const { return use_generation_; }
+  // How requests are built and their output processed, as `locr ocr` and `locr generate` do
+  // (runtime/request_path.h): from the generation defaults (generation_config.json or vLLM's, with
+  // --override-generation-config merged; server/generation_defaults.h), the engine's
+  // --max-model-len, the server's loop guard and --debug-forced-output.
+  const runtime::RequestPath& request_path() const { return request_path_; }
   runtime::Engine& engine() { return engine_; }
   const ServerOptions& opts() const { return opts_; }
   ServerMetrics& metrics() { return metrics_; }
@@ -122,8 +123,7 @@ class ServerContext {
   const model::LightOnOcr& model_;
   runtime::Engine& engine_;
   ServerOptions opts_;
-  model::GenerationConfig generation_;
-  bool use_generation_ = true;
+  runtime::RequestPath request_path_;
   ServerMetrics metrics_;
   DecodeBudget decode_budget_;
   std::mutex rng_mu_;

@@ -248,7 +248,7 @@ TEST(CudaModel, GreedyGenerationPicksReferenceArgmaxTokens) {
     model::Prompt p;
     if (image) p = image_prompt(gpu, 280, 196, 5);
     else p.ids = text_ids(gpu, "Convert this page to markdown.");
-    runtime::GenerateOptions go;
+    runtime::DecodeParams go;
     go.max_tokens = 16;
     go.sampling.temperature = 0;
     const auto got = runtime::generate(gpu, p, go).tokens;
@@ -350,10 +350,10 @@ TEST(CudaModel, EngineServesSeveralSequencesWithReferenceTokens) {
   for (const char* t : prompts) {
     runtime::RequestInput in;
     in.prompt_ids = text_ids(gpu, t);
-    in.max_tokens = 12;
-    in.ignore_eos = true;
-    in.loop_guard.enabled = false;
-    in.sampling.temperature = 0;
+    in.decode.max_tokens = 12;
+    in.decode.ignore_eos = true;
+    in.decode.loop_guard.enabled = false;
+    in.decode.sampling.temperature = 0;
     ins.push_back(in);
   }
   {
@@ -361,21 +361,21 @@ TEST(CudaModel, EngineServesSeveralSequencesWithReferenceTokens) {
     runtime::RequestInput in;
     in.prompt_ids = p.ids;
     in.images = p.images;
-    in.max_tokens = 12;
-    in.ignore_eos = true;
-    in.loop_guard.enabled = false;
-    in.sampling.temperature = 0;
-    in.logprobs = 0;  // still sampled on the device
+    in.decode.max_tokens = 12;
+    in.decode.ignore_eos = true;
+    in.decode.loop_guard.enabled = false;
+    in.decode.sampling.temperature = 0;
+    in.decode.logprobs = 0;  // still sampled on the device
     ins.push_back(in);
   }
   {
     runtime::RequestInput in;  // host-side logits processing: the host Sampler path
     in.prompt_ids = text_ids(gpu, "Penalised");
-    in.max_tokens = 12;
-    in.ignore_eos = true;
-    in.loop_guard.enabled = false;
-    in.sampling.temperature = 0;
-    in.repetition_penalty = 1.3f;
+    in.decode.max_tokens = 12;
+    in.decode.ignore_eos = true;
+    in.decode.loop_guard.enabled = false;
+    in.decode.sampling.temperature = 0;
+    in.decode.penalties.repetition = 1.3f;
     ins.push_back(in);
   }
   std::vector<std::shared_ptr<runtime::RequestStream>> streams;
@@ -388,22 +388,22 @@ TEST(CudaModel, EngineServesSeveralSequencesWithReferenceTokens) {
       ASSERT_TRUE(e.has_value()) << "request " << i << " timed out";
       if (e->token >= 0) {
         toks.push_back(e->token);
-        if (ins[i].logprobs == 0) {
+        if (ins[i].decode.logprobs == 0) {
           EXPECT_LE(e->logprob, 0.0f);
         }
       }
       if (e->finished) {
-        reason = e->finish_reason;
+        reason = runtime::finish_reason_name(e->finish_reason);
         break;
       }
     }
     EXPECT_EQ(reason, "length") << "request " << i;
     ASSERT_EQ(toks.size(), 12u) << "request " << i;
-    if (ins[i].repetition_penalty != 1.0f) continue;  // the reference below has no penalties
+    if (ins[i].decode.penalties.repetition != 1.0f) continue;  // the reference below has no penalties
     model::Prompt full;
     full.ids = ins[i].prompt_ids;
     full.images = ins[i].images;
-    runtime::GenerateOptions go;
+    runtime::DecodeParams go;
     go.max_tokens = 1;
     go.sampling.temperature = 0;
     for (size_t t = 0; t < toks.size(); ++t) {
@@ -434,11 +434,11 @@ TEST(CudaModel, ForcedDecodeTakesTheHostPathWithTheModelsLogprobs) {
   runtime::Engine engine(gpu, eo);
   runtime::RequestInput in;
   in.prompt_ids = text_ids(gpu, "Force this");
-  in.max_tokens = 20;
-  in.sampling.temperature = 0;
-  in.logprobs = 0;
-  in.eos_ids = {42};  // any id: what ends the forced output
-  in.forced_ids = {17, 300, 5, 641, 17};
+  in.decode.max_tokens = 20;
+  in.decode.sampling.temperature = 0;
+  in.decode.logprobs = 0;
+  in.decode.eos_ids = {42};  // any id: what ends the forced output
+  in.decode.forced_ids = {17, 300, 5, 641, 17};
   auto s = engine.submit(in);
   std::vector<int32_t> toks;
   std::vector<float> lps;
@@ -451,18 +451,18 @@ TEST(CudaModel, ForcedDecodeTakesTheHostPathWithTheModelsLogprobs) {
       lps.push_back(e->logprob);
     }
     if (e->finished) {
-      reason = e->finish_reason;
+      reason = runtime::finish_reason_name(e->finish_reason);
       break;
     }
   }
-  std::vector<int32_t> want = in.forced_ids;
-  want.push_back(in.eos_ids.front());
+  std::vector<int32_t> want = in.decode.forced_ids;
+  want.push_back(in.decode.eos_ids.front());
   EXPECT_EQ(toks, want);
   EXPECT_EQ(reason, "stop");
   ASSERT_EQ(lps.size(), want.size());
   model::Prompt full;
   full.ids = in.prompt_ids;
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 1;
   go.sampling.temperature = 0;
   for (size_t t = 0; t < want.size(); ++t) {

@@ -41,7 +41,7 @@ void check_params(const server::GenParams& p, const server::ServerContext& ctx, 
   LOCR_FUZZ_CHECK(p.sampling.temperature >= 0 && p.sampling.temperature <= 1e6f);
   LOCR_FUZZ_CHECK(p.sampling.top_p > 0 && p.sampling.top_p <= 1);
   LOCR_FUZZ_CHECK(p.sampling.top_k >= -1 && p.sampling.top_k <= vocab);
-  LOCR_FUZZ_CHECK(p.repetition_penalty > 0);
+  LOCR_FUZZ_CHECK(p.penalties.repetition > 0);
   for (int32_t id : p.stop_token_ids) LOCR_FUZZ_CHECK(id >= 0 && id < vocab);
   for (const auto& s : p.stop) LOCR_FUZZ_CHECK(!s.empty());
 }

@@ -40,7 +40,7 @@ JobRecord record(const std::string& id) {
 StoredPage page(const std::string& text) {
   StoredPage p;
   p.result.text = text;
-  p.result.finish_reason = "length";
+  p.result.finish_reason = runtime::FinishReason::kLength;
   p.result.n_tokens = 5;
   p.result.confidence = {5, -1.25, -0.5f, 2};
   p.render_s = 0.01;

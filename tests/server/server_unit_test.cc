@@ -1,5 +1,5 @@
-// Unit tests of the server's pure pieces: stop-string hold-back, base64, API keys, local media
-// URLs, size parsing, error bodies.
+// Unit tests of the server's pure pieces: base64, API keys, local media URLs, size parsing, error
+// bodies. (Stop strings are runtime's: tests/unit/text_output_test.cc.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,70 +21,9 @@
 #include "server/ocr_mistral.h"
 #include "server/openai_schema.h"
 #include "server/memory_plan.h"
-#include "server/stop_matcher.h"
 
 namespace locr::server {
 namespace {
-
-// Feeds `pieces` and returns everything released, including the final flush unless matched.
-std::string feed(StopMatcher& m, const std::vector<std::string>& pieces) {
-  std::string out;
-  for (const auto& p : pieces) {
-    out += m.push(p);
-    if (m.matched()) return out;
-  }
-  return out + m.flush();
-}
-
-TEST(StopMatcher, NoStopsPassesThrough) {
-  StopMatcher m({}, false);
-  EXPECT_EQ(m.push("abc"), "abc");
-  EXPECT_EQ(m.flush(), "");
-}
-
-TEST(StopMatcher, HoldsBackAPossiblePrefixThenReleasesIt) {
-  StopMatcher m({"STOP"}, false);
-  EXPECT_EQ(m.push("hello ST"), "hello ");
-  EXPECT_EQ(m.push("A"), "STA");  // "STA" can no longer become "STOP"
-  EXPECT_FALSE(m.matched());
-}
-
-TEST(StopMatcher, StopSplitAcrossPiecesNeverLeaks) {
-  StopMatcher m({"STOP"}, false);
-  std::string out;
-  for (const char* p : {"ab", "S", "T", "O", "P", "tail"}) {
-    out += m.push(p);
-    if (m.matched()) break;
-  }
-  EXPECT_TRUE(m.matched());
-  EXPECT_EQ(out, "ab");
-  EXPECT_EQ(m.stop(), "STOP");
-  EXPECT_EQ(m.push("more"), "");  // nothing after a match
-}
-
-TEST(StopMatcher, IncludeStopString) {
-  StopMatcher m({"</s>"}, true);
-  EXPECT_EQ(feed(m, {"x</", "s>y"}), "x</s>");
-}
-
-TEST(StopMatcher, EarliestStopWinsThenLongest) {
-  StopMatcher a({"cd", "bcd"}, false);
-  EXPECT_EQ(feed(a, {"abcdef"}), "a");
-  EXPECT_EQ(a.stop(), "bcd");
-  StopMatcher b({"ab", "abc"}, true);
-  EXPECT_EQ(feed(b, {"xabcz"}), "xabc");
-}
-
-TEST(StopMatcher, FlushReleasesHeldText) {
-  StopMatcher m({"END"}, false);
-  EXPECT_EQ(m.push("the E"), "the ");
-  EXPECT_EQ(m.flush(), "E");
-}
-
-TEST(StopMatcher, Utf8StopStrings) {
-  StopMatcher m({"。"}, false);  // 3 bytes
-  EXPECT_EQ(feed(m, {"你好", "\xe3\x80", "\x82", "后"}), "你好");
-}
 
 // The decode budget is a counting semaphore of bytes: holders never exceed the capacity together,
 // a waiter proceeds when bytes are given back, and one lease larger than the capacity goes alone.

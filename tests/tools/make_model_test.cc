@@ -79,7 +79,7 @@ TEST(MakeModel, TinyModelLoadsAndGeneratesInLocr) {
   ASSERT_GE(p.ids.size(), 10u);
   EXPECT_EQ(p.ids[0], 151644);  // <|im_start|>
   EXPECT_EQ(m->tokenizer().decode(m->tokenizer().encode("Hello, how are you?"), false), "Hello, how are you?");
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 8;
   go.sampling.temperature = 0;
   std::vector<float> logits;

@@ -32,9 +32,9 @@ RequestInput make_request(const std::string& text, int max_tokens) {
   const auto msgs = model::LightOnOcr::make_messages(nullptr, &text, 0);
   RequestInput in;
   in.prompt_ids = m.build_prompt(msgs, {}).ids;
-  in.max_tokens = max_tokens;
-  in.sampling.temperature = 0;
-  in.eos_ids = {m.generation_config().eos_token_ids.begin(), m.generation_config().eos_token_ids.end()};
+  in.decode.max_tokens = max_tokens;
+  in.decode.sampling.temperature = 0;
+  in.decode.eos_ids = {m.generation_config().eos_token_ids.begin(), m.generation_config().eos_token_ids.end()};
   return in;
 }
 
@@ -48,7 +48,7 @@ std::vector<int32_t> collect(RequestStream& s, std::string* reason = nullptr) {
     }
     if (e->token >= 0) out.push_back(e->token);
     if (e->finished) {
-      if (reason) *reason = e->finish_reason;
+      if (reason) *reason = finish_reason_name(e->finish_reason);
       return out;
     }
   }
@@ -57,10 +57,10 @@ std::vector<int32_t> collect(RequestStream& s, std::string* reason = nullptr) {
 std::vector<int32_t> reference(const RequestInput& in) {
   model::Prompt p;
   p.ids = in.prompt_ids;
-  GenerateOptions go;
-  go.max_tokens = in.max_tokens;
-  go.sampling = in.sampling;
-  go.eos_ids = in.eos_ids;
+  DecodeParams go;
+  go.max_tokens = in.decode.max_tokens;
+  go.sampling = in.decode.sampling;
+  go.eos_ids = in.decode.eos_ids;
   return generate(tiny_model(), p, go).tokens;
 }
 
@@ -104,8 +104,8 @@ TEST(Engine, CancelFreesBlocks) {
   o.kv_cache_bytes = 16LL << 20;
   Engine engine(tiny_model(), o);
   auto in = make_request("Hello, how are you?", 100000);
-  in.ignore_eos = true;
-  in.max_tokens = 2000;
+  in.decode.ignore_eos = true;
+  in.decode.max_tokens = 2000;
   auto s = engine.submit(in);
   ASSERT_TRUE(s->next(30s).has_value());  // at least one token
   s->cancel();
@@ -117,7 +117,7 @@ TEST(Engine, CancelFreesBlocks) {
   // A frontend that stops a request itself (a stop string matched) has it recorded as "stop".
   auto s2 = engine.submit(in);
   ASSERT_TRUE(s2->next(30s).has_value());
-  s2->cancel("stop");
+  s2->cancel(FinishReason::kStop);
   collect(*s2, &reason);
   EXPECT_EQ(reason, "stop");
   const std::string m = engine.metrics().render("tiny");
@@ -168,9 +168,9 @@ TEST(Engine, PrefixCacheNeverSharesBlocksOfDifferentTokens) {
     RequestInput in;
     in.prompt_ids = block;
     in.prompt_ids.insert(in.prompt_ids.end(), {40, 41, 42});
-    in.max_tokens = 8;
-    in.ignore_eos = true;
-    in.sampling.temperature = 0;
+    in.decode.max_tokens = 8;
+    in.decode.ignore_eos = true;
+    in.decode.sampling.temperature = 0;
     return in;
   };
   const auto a = request(kCollideA), b = request(kCollideB);
@@ -204,8 +204,8 @@ TEST(Engine, PrefixCacheKeysImageBlocksByTheirPixels) {
     RequestInput in;
     in.prompt_ids = p->ids;
     in.images = p->images;
-    in.max_tokens = 6;
-    in.sampling.temperature = 0;
+    in.decode.max_tokens = 6;
+    in.decode.sampling.temperature = 0;
     return in;
   };
   model::Prompt pa, pb;
@@ -213,7 +213,7 @@ TEST(Engine, PrefixCacheKeysImageBlocksByTheirPixels) {
   ASSERT_EQ(ra.prompt_ids, rb.prompt_ids);
   const int64_t first_image =
       std::find(ra.prompt_ids.begin(), ra.prompt_ids.end(), m.config().image_token_id) - ra.prompt_ids.begin();
-  GenerateOptions go;
+  DecodeParams go;
   go.max_tokens = 6;
   go.sampling.temperature = 0;
   auto sa = engine.submit(ra);
@@ -231,7 +231,7 @@ std::pair<std::string, std::string> final_event(RequestStream& s) {
   for (;;) {
     auto e = s.next(30s);
     if (!e) return {"(timed out)", ""};
-    if (e->finished) return {e->finish_reason, e->error};
+    if (e->finished) return {finish_reason_name(e->finish_reason), e->error};
   }
 }
 
@@ -242,7 +242,7 @@ TEST(Engine, AFailedStepEndsItsRequestsAndTheEngineGoesOn) {
   o.debug_fail_step = 3;  // a.prefill + b.prefill together, then decodes: step 3 holds a and b
   Engine engine(tiny_model(), o);
   auto long_req = make_request("Hello, how are you?", 30);
-  long_req.ignore_eos = true;
+  long_req.decode.ignore_eos = true;
   auto a = engine.submit(long_req);
   auto b = engine.submit(long_req);
   auto waiting_req = make_request("Bonjour tout le monde", 12);
@@ -272,8 +272,8 @@ TEST(Engine, AFailedVisionEncodingEndsOnlyThatRequest) {
   RequestInput img;
   img.prompt_ids = p.ids;
   img.images = p.images;
-  img.max_tokens = 8;
-  img.sampling.temperature = 0;
+  img.decode.max_tokens = 8;
+  img.decode.sampling.temperature = 0;
   auto text_req = make_request("The future of AI is", 20);
   auto ts = engine.submit(text_req);
   auto bad = engine.submit(img);
@@ -282,7 +282,7 @@ TEST(Engine, AFailedVisionEncodingEndsOnlyThatRequest) {
   EXPECT_NE(error.find("vision encoder: injected fault (--debug-fail-vision 1)"), std::string::npos) << error;
   EXPECT_EQ(collect(*ts), reference(text_req));
   // The next image request (the second encoding) is served.
-  GenerateOptions go;
+  DecodeParams go;
   go.max_tokens = 8;
   go.sampling.temperature = 0;
   EXPECT_EQ(collect(*engine.submit(img)), generate(m, p, go).tokens);
@@ -306,8 +306,8 @@ TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
     RequestInput in;
     in.prompt_ids = p.ids;
     in.images = p.images;
-    in.max_tokens = 10;
-    in.sampling.temperature = 0;
+    in.decode.max_tokens = 10;
+    in.decode.sampling.temperature = 0;
     reqs.push_back({in, p});
   }
   auto text_req = make_request("The future of AI is", 20);
@@ -316,7 +316,7 @@ TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
   for (auto& r : reqs) streams.push_back(engine.submit(r.first));
   EXPECT_EQ(collect(*ts), reference(text_req));
   for (size_t i = 0; i < reqs.size(); ++i) {
-    GenerateOptions go;
+    DecodeParams go;
     go.max_tokens = 10;
     go.sampling.temperature = 0;
     EXPECT_EQ(collect(*streams[i]), generate(m, reqs[i].second, go).tokens) << "image request " << i;
@@ -331,8 +331,8 @@ std::vector<int32_t> collect_event_reasons(RequestStream& s, std::string* reason
     if (!e) return out;
     if (e->token >= 0) out.push_back(e->token);
     if (e->finished) {
-      *reason = e->finish_reason;
-      *stop_reason = e->stop_reason;
+      *reason = finish_reason_name(e->finish_reason);
+      *stop_reason = e->stop_reason.to_string();
       return out;
     }
   }
@@ -344,7 +344,7 @@ TEST(Engine, LoopGuardStopsADegenerateGreedyLoop) {
   EngineOptions o;
   Engine engine(tiny_model(), o);
   auto in = make_request("Hello, how are you?", 4000);
-  in.ignore_eos = true;
+  in.decode.ignore_eos = true;
   std::string reason, stop_reason;
   const auto got = collect_event_reasons(*engine.submit(in), &reason, &stop_reason);
   EXPECT_EQ(reason, "stop");
@@ -352,8 +352,8 @@ TEST(Engine, LoopGuardStopsADegenerateGreedyLoop) {
   EXPECT_LT(got.size(), 4000u);
   EXPECT_EQ(engine.metrics().repetition_stops.load(), 1u);
   // Switched off, the same request runs to max_tokens.
-  in.loop_guard.enabled = false;
-  in.max_tokens = 1200;
+  in.decode.loop_guard.enabled = false;
+  in.decode.max_tokens = 1200;
   const auto full = collect_event_reasons(*engine.submit(in), &reason, &stop_reason);
   EXPECT_EQ(reason, "length");
   EXPECT_EQ(full.size(), 1200u);
@@ -363,13 +363,13 @@ TEST(Engine, StopsAtMaxTokensAndStopTokenIds) {
   EngineOptions o;
   Engine engine(tiny_model(), o);
   auto in = make_request("Hello", 5);
-  in.ignore_eos = true;
+  in.decode.ignore_eos = true;
   std::string reason;
   EXPECT_EQ(collect(*engine.submit(in), &reason).size(), 5u);
   EXPECT_EQ(reason, "length");
   const auto ref = reference(in);
-  in.stop_token_ids = {ref[2]};
-  in.max_tokens = 50;
+  in.decode.stop_token_ids = {ref[2]};
+  in.decode.max_tokens = 50;
   const auto got = collect(*engine.submit(in), &reason);
   EXPECT_EQ(reason, "stop");
   ASSERT_FALSE(got.empty());
@@ -380,7 +380,7 @@ TEST(Engine, StopsAtMaxTokensAndStopTokenIds) {
 double model_logprob(const std::vector<int32_t>& ids, int32_t tok) {
   model::Prompt p;
   p.ids = ids;
-  GenerateOptions go;
+  DecodeParams go;
   go.max_tokens = 1;
   go.sampling.temperature = 0;
   double lp = 0;
@@ -404,13 +404,13 @@ TEST(Engine, ForcedDecodeEmitsTheGivenIdsThenEosWithTheModelsLogprobs) {
   // Tokens greedy decoding would not choose (so a sampled token cannot pass for a forced one).
   std::vector<int32_t> forced;
   for (int32_t t : {17, 300, 5, 641, 17, 99}) {
-    ASSERT_NE(t, in.eos_ids.front());
+    ASSERT_NE(t, in.decode.eos_ids.front());
     forced.push_back(t);
   }
   ASSERT_NE(greedy.front(), forced.front());
-  in.forced_ids = forced;
-  in.logprobs = 0;
-  in.ignore_eos = true;  // a forced output still ends at its EOS
+  in.decode.forced_ids = forced;
+  in.decode.logprobs = 0;
+  in.decode.ignore_eos = true;  // a forced output still ends at its EOS
   auto s = engine.submit(in);
   std::vector<int32_t> got;
   std::vector<float> lps;
@@ -423,12 +423,12 @@ TEST(Engine, ForcedDecodeEmitsTheGivenIdsThenEosWithTheModelsLogprobs) {
       lps.push_back(e->logprob);
     }
     if (e->finished) {
-      reason = e->finish_reason;
+      reason = finish_reason_name(e->finish_reason);
       break;
     }
   }
   std::vector<int32_t> want = forced;
-  want.push_back(in.eos_ids.front());
+  want.push_back(in.decode.eos_ids.front());
   EXPECT_EQ(got, want);
   EXPECT_EQ(reason, "stop");
   ASSERT_EQ(lps.size(), want.size());
@@ -439,20 +439,20 @@ TEST(Engine, ForcedDecodeEmitsTheGivenIdsThenEosWithTheModelsLogprobs) {
     ctx.push_back(want[k]);
   }
   // max_tokens still bounds it ("length"); without an EOS id it stops after the forced ids.
-  in.max_tokens = 3;
+  in.decode.max_tokens = 3;
   EXPECT_EQ(collect(*engine.submit(in), &reason), std::vector<int32_t>(forced.begin(), forced.begin() + 3));
   EXPECT_EQ(reason, "length");
-  in.max_tokens = 50;
-  in.eos_ids.clear();
+  in.decode.max_tokens = 50;
+  in.decode.eos_ids.clear();
   EXPECT_EQ(collect(*engine.submit(in), &reason), forced);
   EXPECT_EQ(reason, "stop");
   // A repetitive forced text (the loop guard would stop it) comes out whole.
   std::vector<int32_t> cycle;
   for (int i = 0; i < 700; ++i) cycle.push_back(i % 2 ? 17 : 300);
-  in.forced_ids = cycle;
-  in.max_tokens = 1000;
-  in.logprobs = -1;
-  ASSERT_TRUE(in.loop_guard.enabled);
+  in.decode.forced_ids = cycle;
+  in.decode.max_tokens = 1000;
+  in.decode.logprobs = -1;
+  ASSERT_TRUE(in.decode.loop_guard.enabled);
   EXPECT_EQ(collect(*engine.submit(in), &reason), cycle);
   EXPECT_EQ(reason, "stop");
   EXPECT_EQ(engine.metrics().repetition_stops.load(), 0u);
@@ -473,7 +473,7 @@ TEST(Engine, MetricsRecordPhasesAndStepTokensAsVllm) {
   o.enable_prefix_caching = false;
   Engine engine(tiny_model(), o);
   RequestInput a = make_request("metrics please", 5), b = make_request("and again, longer this time", 7);
-  a.ignore_eos = b.ignore_eos = true;
+  a.decode.ignore_eos = b.decode.ignore_eos = true;
   const int64_t prompt = static_cast<int64_t>(a.prompt_ids.size() + b.prompt_ids.size());
   auto sa = engine.submit(a), sb = engine.submit(b);
   EXPECT_EQ(collect(*sa).size(), 5u);

@@ -180,7 +180,7 @@ TEST(Executor, FactoryPicksCpuAndGenerateRunsOnIt) {
   EXPECT_FALSE(exec->supports_device_sampling());
   Prompt p;
   p.ids = text_ids(m, "The future of AI is");
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 8;
   go.sampling.temperature = 0;
   auto e2 = runtime::make_executor(

@@ -139,7 +139,7 @@ Outputs run_case(const std::string& text, const std::string& mmproj, const std::
   std::vector<io::Image> images{io::load_image(kFix + "/images/page_small.png")};
   const std::string prompt = "Describe.";
   const Prompt p = m->build_prompt(LightOnOcr::make_messages(nullptr, &prompt, 1), images);
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 8;
   go.sampling.temperature = 0;
   runtime::GenerateHooks hooks;

@@ -55,7 +55,7 @@ Outputs run_case(const LightOnOcr& m, bool image = true) {
   if (image) images.push_back(io::load_image(kFix + "/images/page_small.png"));
   const std::string text = "Describe.";
   const Prompt p = m.build_prompt(LightOnOcr::make_messages(nullptr, &text, static_cast<int>(images.size())), images);
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 8;
   go.sampling.temperature = 0;
   runtime::GenerateHooks hooks;

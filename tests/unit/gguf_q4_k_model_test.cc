@@ -143,7 +143,7 @@ void write_models(const fs::path& dir, bool k_mix = false) {
 std::vector<float> prompt_logits(const LightOnOcr& m) {
   const std::string text = "Describe.";
   const Prompt p = m.build_prompt(LightOnOcr::make_messages(nullptr, &text, 0), {});
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 4;
   go.sampling.temperature = 0;
   runtime::GenerateHooks hooks;

@@ -159,8 +159,8 @@ TEST(KvCacheDtype, EngineHoldsAboutTwiceTheBlocksOfBf16InTheSameMemory) {
   const std::string text = "Hello, how are you?";
   runtime::RequestInput in;
   in.prompt_ids = f8->build_prompt(LightOnOcr::make_messages(nullptr, &text, 0), {}).ids;
-  in.max_tokens = 6;
-  in.sampling.temperature = 0;
+  in.decode.max_tokens = 6;
+  in.decode.sampling.temperature = 0;
   auto stream = e_f8.submit(in);
   std::vector<int32_t> got;
   for (;;) {
@@ -171,7 +171,7 @@ TEST(KvCacheDtype, EngineHoldsAboutTwiceTheBlocksOfBf16InTheSameMemory) {
   }
   Prompt p;
   p.ids = in.prompt_ids;
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 6;
   go.sampling.temperature = 0;
   EXPECT_EQ(got, runtime::generate(*f8, p, go).tokens);

@@ -37,7 +37,7 @@ Captured run(const LightOnOcr& m, bool with_image) {
   const std::string text = "Convert this page to markdown.";
   const auto messages = LightOnOcr::make_messages(nullptr, &text, static_cast<int>(images.size()));
   const Prompt p = m.build_prompt(messages, images);
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 1;
   go.sampling.temperature = 0;
   runtime::GenerateHooks hooks;

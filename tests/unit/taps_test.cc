@@ -47,7 +47,7 @@ Prompt image_prompt(const LightOnOcr& m) {
 std::map<std::string, Tensor> run_taps(const LightOnOcr& m, const Prompt& p, const std::vector<std::string>& sel,
                                        std::vector<std::string>* missing = nullptr) {
   Taps taps = Taps::select(sel, tap_names(m.config(), m.has_vision()));
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 2;
   go.sampling.temperature = 0;
   runtime::GenerateHooks hooks;
@@ -277,7 +277,7 @@ TEST(TapsBackends, CpuBackendsAgreeWithRef) {
 TEST(TapsGenerate, TapsDoNotChangeTheResult) {
   const LightOnOcr& m = tiny("cpu-f32");
   const Prompt p = image_prompt(m);
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 6;
   go.sampling.temperature = 0;
   go.loop_guard.enabled = false;
@@ -308,7 +308,7 @@ TEST(TapsGenerate, ExecutorWithoutTapsIsAClearError) {
   const LightOnOcr& m = tiny("ref");
   const Prompt p = text_prompt(m);
   NoTapExecutor exec(m, runtime::single_sequence_options(static_cast<int64_t>(p.ids.size()), p.ids.size() + 4));
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 2;
   Taps taps = Taps::select({"text.0.q"}, tap_names(m.config(), false));
   runtime::GenerateHooks hooks;
@@ -328,7 +328,7 @@ TEST(TapsGenerate, AFailedCallLeavesNoTapsOnTheExecutor) {
   Prompt bad = text_prompt(m);
   bad.ids.push_back(m.config().image_token_id);  // an image token without an image: generate throws
   CpuExecutor exec(m, runtime::single_sequence_options(static_cast<int64_t>(bad.ids.size()), bad.ids.size() + 4));
-  runtime::GenerateOptions go;
+  runtime::DecodeParams go;
   go.max_tokens = 2;
   Taps taps = Taps::select({"text.0.q"}, tap_names(m.config(), false));
   runtime::GenerateHooks hooks;

@@ -1,8 +1,8 @@
-#include "server/stop_matcher.h"
+#include "runtime/stop_matcher.h"
 
 #include <algorithm>
 
-namespace locr::server {
+namespace locr::runtime {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop)
     : stops_(std::move(stops)), include_(include_stop) {}
@@ -49,4 +49,4 @@ std::string StopMatcher::flush() {
   return out;
 }
 
-}  // namespace locr::server
+}  // namespace locr::runtime

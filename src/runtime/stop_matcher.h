@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace locr::server {
+namespace locr::runtime {
 
 class StopMatcher {
  public:
@@ -29,4 +29,4 @@ class StopMatcher {
   std::string stop_;
 };
 
-}  // namespace locr::server
+}  // namespace locr::runtime
