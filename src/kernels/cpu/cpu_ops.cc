@@ -191,8 +191,8 @@ std::shared_ptr<void> pack_rows(const std::vector<const Matrix*>& parts, BFormat
     rows += m->rows;
   }
   // Row n of the stack: its part's row.
-  std::vector<int64_t> first;
-  for (const Matrix* m : parts) first.push_back(first.empty() ? 0 : first.back() + parts[first.size() - 1]->rows);
+  std::vector<int64_t> first(parts.size(), 0);
+  for (size_t i = 1; i < parts.size(); ++i) first[i] = first[i - 1] + parts[i - 1]->rows;
   const size_t esize = dtype_size(dtype);
   auto row_at = [&](int64_t n) {
     size_t i = parts.size() - 1;

@@ -1,0 +1,455 @@
+// Attention leaf kernels of every ISA: the f32 tiled kernel (QT, S and O tiles with an online
+// softmax) and the few-query path over F32, BF16 or FP8 keys and values, paged or not.
+
+#pragma once
+
+#include "kernels/cpu/kernels_common.h"
+#include "kernels/cpu/kernels_elementwise.h"  // vexp2, the dtype widening loads
+
+namespace locr::kernels::cpu::LOCR_CPU_NS {
+namespace {
+
+// Attention, f32. Layout per tile: QT [hd][kBQ] (pre-scaled by scale*log2e), S [kBKV][kBQ]
+// (scores transposed: one row per key, one column per query, so softmax statistics are plain
+// vector max/add down the rows), O [kBQ][hd] accumulated with the online-softmax rescale.
+
+template <int JR>
+inline void qk_rows(const float* kb, int64_t kv_stride, int64_t hd, const float* qt, float* s) {
+  vf acc[JR][kNV];
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vzero();
+  for (int64_t d = 0; d < hd; ++d) {
+    vf qv[kNV];
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) qv[v] = vload(qt + d * kBQ + v * W);
+    LOCR_UNROLL for (int r = 0; r < JR; ++r) {
+      const vf kv = vset1(kb[r * kv_stride + d]);
+      LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vfma(kv, qv[v], acc[r][v]);
+    }
+  }
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(s + r * kBQ + v * W, acc[r][v]);
+}
+
+template <int JR = kJR>
+inline void qk_dispatch(int jr, const float* kb, int64_t kv_stride, int64_t hd, const float* qt, float* s) {
+  if constexpr (JR >= 1) {
+    if (jr == JR) return qk_rows<JR>(kb, kv_stride, hd, qt, s);
+    qk_dispatch<JR - 1>(jr, kb, kv_stride, hd, qt, s);
+  }
+}
+
+// O[ii .. ii+IR)[d0 .. d0+dn) += P[ii.., 0..jn) · V[0..jn)[d0..]; P read transposed from S.
+template <int IR>
+inline void pv_rows(int64_t jn, const float* vb, int64_t kv_stride, const float* s, int ii, float* o, int64_t hd,
+                    int64_t d0, int dn) {
+  vf acc[IR][kPvND];
+  int cnt[kPvND];
+  LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
+    const int left = dn - c * W;
+    cnt[c] = left >= W ? W : (left > 0 ? left : 0);
+  }
+  LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
+    float* op = o + (ii + r) * hd + d0 + c * W;
+    acc[r][c] = cnt[c] == W ? vload(op) : vload_n(op, cnt[c]);
+  }
+  for (int64_t j = 0; j < jn; ++j) {
+    vf vv[kPvND];
+    const float* vr = vb + j * kv_stride + d0;
+    LOCR_UNROLL for (int c = 0; c < kPvND; ++c) vv[c] = cnt[c] == W ? vload(vr + c * W) : vload_n(vr + c * W, cnt[c]);
+    LOCR_UNROLL for (int r = 0; r < IR; ++r) {
+      const vf p = vset1(s[j * kBQ + ii + r]);
+      LOCR_UNROLL for (int c = 0; c < kPvND; ++c) acc[r][c] = vfma(p, vv[c], acc[r][c]);
+    }
+  }
+  LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
+    float* op = o + (ii + r) * hd + d0 + c * W;
+    if (cnt[c] == W) {
+      vstore(op, acc[r][c]);
+    } else if (cnt[c] > 0) {
+      vstore_n(op, acc[r][c], cnt[c]);
+    }
+  }
+}
+
+template <int IR = kPvIR>
+inline void pv_dispatch(int ir, int64_t jn, const float* vb, int64_t kv_stride, const float* s, int ii, float* o,
+                        int64_t hd, int64_t d0, int dn) {
+  if constexpr (IR >= 1) {
+    if (ir == IR) return pv_rows<IR>(jn, vb, kv_stride, s, ii, o, hd, d0, dn);
+    pv_dispatch<IR - 1>(ir, jn, vb, kv_stride, s, ii, o, hd, d0, dn);
+  }
+}
+
+// Online softmax over one key block for all kBQ query columns of S (in the log2 domain).
+// m, l: running max and sum per query column; alpha_out: the rescale factor of O rows.
+inline void softmax_block(float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV], float* alpha_out) {
+  const vf ninf = vset1(-INFINITY);
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+    vf mx = m[v];
+    for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * kBQ + v * W));
+    const vf ms = vblend(veq(mx, ninf), mx, vzero());  // all masked so far: avoid inf - inf
+    const vf alpha = vexp2(vsub(m[v], ms));
+    vf sum = vzero();
+    for (int64_t j = 0; j < jn; ++j) {
+      const vf p = vexp2(vsub(vload(s + j * kBQ + v * W), ms));
+      vstore(s + j * kBQ + v * W, p);
+      sum = vadd(sum, p);
+    }
+    l[v] = vfma(l[v], alpha, sum);
+    m[v] = mx;
+    vstore(alpha_out + v * W, alpha);
+  }
+}
+
+inline void mask_causal(float* s, int64_t jn, int64_t first_thr) {
+  // Key row j is visible to query column i iff i >= first_thr + j.
+  const vf ninf = vset1(-INFINITY);
+  for (int64_t j = 0; j < jn; ++j) {
+    const int64_t thr = first_thr + j;
+    if (thr <= 0) continue;
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+      const vf idx = vadd(viota(), vset1(static_cast<float>(v * W)));
+      float* sp = s + j * kBQ + v * W;
+      vstore(sp, vblend(vlt(idx, vset1(static_cast<float>(thr))), vload(sp), ninf));
+    }
+  }
+}
+
+void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
+  const int64_t hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kh = h / group;
+  const int nq = static_cast<int>(min64(kBQ, a.n_q - q0));
+  float* qt = scratch;          // [hd][kBQ]
+  float* s = qt + hd * kBQ;     // [kBKV][kBQ]
+  float* o = s + kBKV * kBQ;    // [kBQ][hd]
+  float* alpha = o + kBQ * hd;  // [kBQ]
+  float* lsum = alpha + kBQ;    // [kBQ]
+  const float qs = a.scale * kLog2e;
+  for (int i = 0; i < kBQ; ++i) {
+    const float* qi = a.q + (q0 + i) * a.q_stride + h * hd;
+    for (int64_t d = 0; d < hd; ++d) qt[d * kBQ + i] = i < nq ? qi[d] * qs : 0.0f;
+  }
+  for (int64_t e = 0; e < kBQ * hd; ++e) o[e] = 0.0f;
+  vf m[kNV], l[kNV];
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+    m[v] = vset1(-INFINITY);
+    l[v] = vzero();
+  }
+  const int64_t kv_end = a.causal ? min64(a.n_kv, a.q_offset + q0 + nq) : a.n_kv;
+  for (int64_t j0 = 0; j0 < kv_end; j0 += kBKV) {
+    const int64_t jn = min64(kBKV, kv_end - j0);
+    const float* kb = a.k + j0 * a.kv_stride + kh * a.kv_head_stride;
+    for (int64_t jj = 0; jj < jn; jj += kJR)
+      qk_dispatch(static_cast<int>(min64(kJR, jn - jj)), kb + jj * a.kv_stride, a.kv_stride, hd, qt, s + jj * kBQ);
+    if (a.causal) mask_causal(s, jn, j0 - a.q_offset - q0);
+    softmax_block(s, jn, m, l, alpha);
+    if (j0 > 0) {
+      for (int i = 0; i < nq; ++i) {
+        const vf al = vset1(alpha[i]);
+        float* oi = o + i * hd;
+        int64_t d = 0;
+        for (; d + W <= hd; d += W) vstore(oi + d, vmul(vload(oi + d), al));
+        if (d < hd) vstore_n(oi + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), al), static_cast<int>(hd - d));
+      }
+    }
+    const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
+    for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
+      const int dn = static_cast<int>(min64(kPvND * W, hd - d0));
+      for (int ii = 0; ii < nq; ii += kPvIR)
+        pv_dispatch(static_cast<int>(min64(kPvIR, nq - ii)), jn, vb, a.kv_stride, s, ii, o, hd, d0, dn);
+    }
+  }
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(lsum + v * W, l[v]);
+  for (int i = 0; i < nq; ++i) {
+    const vf inv = vset1(lsum[i] > 0 ? 1.0f / lsum[i] : 0.0f);
+    const float* oi = o + i * hd;
+    float* out = a.out + (q0 + i) * a.out_stride + h * hd;
+    int64_t d = 0;
+    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(oi + d), inv));
+    if (d < hd) vstore_n(out + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
+  }
+}
+
+// Keys/values are F32, BF16 (a BF16 KV cache) or FP8 E4M3 (an FP8 one, scaled per row and kv
+// head); these load any of them as f32 vectors (FP8 as its value times 2^-8, without its scale:
+// key_factor / value_factor put the 2^8 back, exactly).
+inline vf vload_kv(const float* p) { return vload(p); }
+inline vf vload_kv(const uint16_t* p) { return vload_bf16(p); }
+inline vf vload_kv(const uint8_t* p) { return vload_fp8_lo(p); }
+inline vf vload_kv_n(const float* p, int n) { return vload_n(p, n); }
+inline vf vload_kv_n(const uint16_t* p, int n) { return vload_bf16_n(p, n); }
+inline vf vload_kv_n(const uint8_t* p, int n) { return vload_fp8_lo_n(p, n); }
+
+// Pool row of logical key j (through the block table when the cache is paged).
+inline int64_t kv_row(const AttnArgs& a, int64_t j) {
+  return a.block_table ? static_cast<int64_t>(a.block_table[j / a.block_size]) * a.block_size + j % a.block_size : j;
+}
+
+// The score scale of key head kh of pool row `row`: scale alone, or times the FP8 key scale and
+// 2^8 (the dot product runs on the unscaled E4M3 values times 2^-8). Likewise the weight of a
+// value row.
+template <class T>
+inline float key_factor(const AttnArgs& a, int64_t row, int64_t kh) {
+  if constexpr (std::is_same_v<T, uint8_t>) return a.k_scale[row * a.n_kv_heads + kh] * 256.0f * a.scale;
+  else return a.scale;
+}
+template <class T>
+inline float value_factor(const AttnArgs& a, int64_t row, int64_t kh, float p) {
+  if constexpr (std::is_same_v<T, uint8_t>) return p * (a.v_scale[row * a.n_kv_heads + kh] * 256.0f);
+  else return p;
+}
+
+template <class T>
+float dot_hd(const float* x, const T* y, int64_t hd) {
+  vf acc0 = vzero(), acc1 = vzero();
+  int64_t d = 0;
+  for (; d + 2 * W <= hd; d += 2 * W) {
+    acc0 = vfma(vload(x + d), vload_kv(y + d), acc0);
+    acc1 = vfma(vload(x + d + W), vload_kv(y + d + W), acc1);
+  }
+  for (; d < hd; d += W) {
+    const int n = static_cast<int>(min64(W, hd - d));
+    acc0 = vfma(vload_n(x + d, n), vload_kv_n(y + d, n), acc0);
+  }
+  return vhsum(vadd(acc0, acc1));
+}
+
+// Any head_dim: s[h][j - j0] = q_h . k_j * scale, then o_h += p_hj v_j.
+template <class T>
+void chunk_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const T* k = reinterpret_cast<const T*>(a.k);
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    const T* kr = k + row * a.kv_stride;
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      s[h * jn + (j - j0)] = dot_hd(qi + h * hd, kr + (h / group) * a.kv_head_stride, hd) * key_factor<T>(a, row, h / group);
+  }
+}
+
+template <class T>
+void chunk_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const T* v = reinterpret_cast<const T*>(a.v);
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    const T* vr = v + row * a.kv_stride;
+    for (int64_t h = 0; h < a.n_heads; ++h) {
+      const vf p = vset1(value_factor<T>(a, row, h / group, s[h * jn + (j - j0)]));
+      const T* vh = vr + (h / group) * a.kv_head_stride;
+      float* oh = o + h * hd;
+      int64_t d = 0;
+      for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload_kv(vh + d), vload(oh + d)));
+      if (d < hd) {
+        const int n = static_cast<int>(hd - d);
+        vstore_n(oh + d, vfma(p, vload_kv_n(vh + d, n), vload_n(oh + d, n)), n);
+      }
+    }
+  }
+}
+
+// BF16 or FP8 keys/values with head_dim = NV vectors: each key (value) head is widened once into
+// registers and used by every query head of its GQA group.
+template <class T, int NV>
+void narrow_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* kn = reinterpret_cast<const T*>(a.k);
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    const T* krow = kn + row * a.kv_stride;
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      const T* kr = krow + kh * a.kv_head_stride;
+      vf kv[NV];
+      LOCR_UNROLL for (int v = 0; v < NV; ++v) kv[v] = vload_kv(kr + v * W);
+      const float f = key_factor<T>(a, row, kh);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const float* qh = qi + h * hd;
+        vf acc0 = vmul(vload(qh), kv[0]);
+        vf acc1 = vmul(vload(qh + W), kv[1]);
+        LOCR_UNROLL for (int v = 2; v < NV; v += 2) {
+          acc0 = vfma(vload(qh + v * W), kv[v], acc0);
+          acc1 = vfma(vload(qh + (v + 1) * W), kv[v + 1], acc1);
+        }
+        s[h * jn + (j - j0)] = vhsum(vadd(acc0, acc1)) * f;
+      }
+    }
+  }
+}
+
+template <class T, int NV>
+void narrow_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = NV * W, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* vn = reinterpret_cast<const T*>(a.v);
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    const T* vrow = vn + row * a.kv_stride;
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      const T* vr = vrow + kh * a.kv_head_stride;
+      vf vv[NV];
+      LOCR_UNROLL for (int v = 0; v < NV; ++v) vv[v] = vload_kv(vr + v * W);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const vf p = vset1(value_factor<T>(a, row, kh, s[h * jn + (j - j0)]));
+        float* oh = o + h * hd;
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) vstore(oh + v * W, vfma(p, vv[v], vload(oh + v * W)));
+      }
+    }
+  }
+}
+
+// FP8 keys/values of other head dims (up to kFp8WidenMax): each key (value) head is widened once
+// into an f32 buffer on the stack and used by every query head of its GQA group, so the
+// conversion is paid once per kv head, not once per query head.
+constexpr int64_t kFp8WidenMax = 512;
+
+inline void widen_fp8(const uint8_t* x, float* y, int64_t hd) {
+  int64_t d = 0;
+  for (; d + W <= hd; d += W) vstore(y + d, vload_fp8_lo(x + d));
+  if (d < hd) vstore_n(y + d, vload_fp8_lo_n(x + d, static_cast<int>(hd - d)), static_cast<int>(hd - d));
+}
+
+void fp8_scores_widened(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* k8 = reinterpret_cast<const uint8_t*>(a.k);
+  alignas(64) float kb[kFp8WidenMax];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      widen_fp8(k8 + row * a.kv_stride + kh * a.kv_head_stride, kb, hd);
+      const float f = key_factor<uint8_t>(a, row, kh);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        s[h * jn + (j - j0)] = dot_hd(qi + h * hd, static_cast<const float*>(kb), hd) * f;
+      }
+    }
+  }
+}
+
+void fp8_values_widened(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = a.head_dim, jn = j1 - j0, group = a.n_heads / a.n_kv_heads;
+  const auto* v8 = reinterpret_cast<const uint8_t*>(a.v);
+  alignas(64) float vb[kFp8WidenMax];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t row = kv_row(a, j);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      widen_fp8(v8 + row * a.kv_stride + kh * a.kv_head_stride, vb, hd);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = kh * group + g;
+        const vf p = vset1(value_factor<uint8_t>(a, row, kh, s[h * jn + (j - j0)]));
+        float* oh = o + h * hd;
+        int64_t d = 0;
+        for (; d + W <= hd; d += W) vstore(oh + d, vfma(p, vload(vb + d), vload(oh + d)));
+        if (d < hd) {
+          const int n = static_cast<int>(hd - d);
+          vstore_n(oh + d, vfma(p, vload_n(vb + d, n), vload_n(oh + d, n)), n);
+        }
+      }
+    }
+  }
+}
+
+// Scores (values) of keys [j0, j1) for one element type: the register paths for head_dim of 4 or
+// 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2) of a BF16 or FP8 cache, FP8 of other head
+// dims widened once per kv head, else the generic loops.
+template <class T>
+void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
+  if constexpr (!std::is_same_v<T, float>) {
+    if (nv == 8) return narrow_scores<T, 8>(a, qi, j0, j1, s);
+    if (nv == 4) return narrow_scores<T, 4>(a, qi, j0, j1, s);
+  }
+  if constexpr (std::is_same_v<T, uint8_t>)
+    if (a.head_dim <= kFp8WidenMax) return fp8_scores_widened(a, qi, j0, j1, s);
+  chunk_scores<T>(a, qi, j0, j1, s);
+}
+template <class T>
+void kv_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
+  if constexpr (!std::is_same_v<T, float>) {
+    if (nv == 8) return narrow_values<T, 8>(a, j0, j1, s, o);
+    if (nv == 4) return narrow_values<T, 4>(a, j0, j1, s, o);
+  }
+  if constexpr (std::is_same_v<T, uint8_t>)
+    if (a.head_dim <= kFp8WidenMax) return fp8_values_widened(a, j0, j1, s, o);
+  chunk_values<T>(a, j0, j1, s, o);
+}
+
+// Few queries (decode), flash-decoding style: one query row i against keys [j0, j1) for every
+// head at once, so each K and V row (all kv heads, contiguous) is streamed from memory exactly
+// once. Writes per-head partial results: o [n_heads][head_dim] (unnormalised), ml [n_heads][2]
+// (max score, sum of exp). Scratch: n_heads * (j1 - j0) floats. f32 arithmetic in every mode (K/V
+// widened from BF16 or FP8 when the cache is): this path is bound by reading K and V, not by arithmetic.
+void k_attn_chunk(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* s) {
+  const int64_t hd = a.head_dim, nh = a.n_heads;
+  const int64_t n_vis = a.causal ? min64(a.n_kv, a.q_offset + i + 1) : a.n_kv;
+  j1 = min64(j1, n_vis);
+  const int64_t jn = j1 - j0;
+  for (int64_t e = 0; e < nh * hd; ++e) o[e] = 0.0f;
+  if (jn <= 0) {
+    for (int64_t h = 0; h < nh; ++h) {
+      ml[2 * h] = -INFINITY;
+      ml[2 * h + 1] = 0.0f;
+    }
+    return;
+  }
+  const float* qi = a.q + i * a.q_stride;
+  if (a.kv_fp8) kv_scores<uint8_t>(a, qi, j0, j1, s);
+  else if (a.kv_bf16) kv_scores<uint16_t>(a, qi, j0, j1, s);
+  else kv_scores<float>(a, qi, j0, j1, s);
+  for (int64_t h = 0; h < nh; ++h) {
+    float* sh = s + h * jn;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < jn; ++j) mx = sh[j] > mx ? sh[j] : mx;
+    const vf mv = vset1(mx);
+    vf sum = vzero();
+    int64_t j = 0;
+    for (; j + W <= jn; j += W) {
+      const vf p = vexp(vsub(vload(sh + j), mv));
+      vstore(sh + j, p);
+      sum = vadd(sum, p);
+    }
+    if (j < jn) {
+      const int n = static_cast<int>(jn - j);
+      const vf p = vexp(vsub(vload_n(sh + j, n), mv));
+      vstore_n(sh + j, p, n);
+      sum = vadd(sum, vblend(vlt(viota(), vset1(static_cast<float>(n))), vzero(), p));
+    }
+    ml[2 * h] = mx;
+    ml[2 * h + 1] = vhsum(sum);
+  }
+  if (a.kv_fp8) kv_values<uint8_t>(a, j0, j1, s, o);
+  else if (a.kv_bf16) kv_values<uint16_t>(a, j0, j1, s, o);
+  else kv_values<float>(a, j0, j1, s, o);
+}
+
+// Merges the chunk partials of query row i: out_h = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c.
+void k_attn_combine(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml) {
+  const int64_t hd = a.head_dim, nh = a.n_heads;
+  for (int64_t h = 0; h < nh; ++h) {
+    float mx = -INFINITY;
+    for (int64_t c = 0; c < n_chunks; ++c) mx = part_ml[(c * nh + h) * 2] > mx ? part_ml[(c * nh + h) * 2] : mx;
+    float* out = a.out + i * a.out_stride + h * hd;
+    for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
+    if (mx == -INFINITY) continue;
+    float l = 0.0f;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const float mc = part_ml[(c * nh + h) * 2];
+      if (mc == -INFINITY) continue;
+      const float wgt = std::exp(mc - mx);
+      l += wgt * part_ml[(c * nh + h) * 2 + 1];
+      const vf wv = vset1(wgt);
+      const float* oc = part_o + (c * nh + h) * hd;
+      int64_t d = 0;
+      for (; d + W <= hd; d += W) vstore(out + d, vfma(wv, vload(oc + d), vload(out + d)));
+      if (d < hd) {
+        const int n = static_cast<int>(hd - d);
+        vstore_n(out + d, vfma(wv, vload_n(oc + d, n), vload_n(out + d, n)), n);
+      }
+    }
+    const vf inv = vset1(1.0f / l);
+    int64_t d = 0;
+    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(out + d), inv));
+    if (d < hd) vstore_n(out + d, vmul(vload_n(out + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
+  }
+}
+
+}  // namespace
+}  // namespace locr::kernels::cpu::LOCR_CPU_NS
