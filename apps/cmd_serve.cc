@@ -280,13 +280,14 @@ int cmd_serve(int argc, char** argv) {
     model::parse_kv_cache_dtype(kv_cache_dtype);  // a bad value fails before the weights load
     handled.insert("kv-cache-dtype");
   }
-  // --quantization q8_0|q4_k|q4_k_m quantizes the weights at load (model/quantize_weights.h); vLLM's other
-  // methods (awq, gptq, fp8, ...) name checkpoint formats locr does not read and stay a note.
+  // --quantization q8_0|q4_k|q4_k_m quantizes the weights at load (model/quantize_weights.h), and so does
+  // vLLM's fp8 (online 8-bit weights: Q8_0 here); vLLM's other methods (awq, gptq, ...) name checkpoint
+  // formats locr does not read and stay a note.
   std::string quantization;
   if (a.has("quantization")) {
     std::string v = a.get("quantization");
     std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (v == "q8_0" || v == "q4_k" || v == "q4_k_m") {
+    if (v == "q8_0" || v == "q4_k" || v == "q4_k_m" || v == "fp8") {
       quantization = v;
       handled.insert("quantization");
     }

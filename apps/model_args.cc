@@ -23,7 +23,7 @@ void add_model_options(Args& a) {
   a.option("device", "cpu (default) or cuda (= --backend cuda)", "NAME");
   a.option("chat-template", "Jinja chat template file overriding the model's", "FILE");
   a.option("image-align", "align resized image sides to 28 (vLLM, default) or 14 (transformers) px", "N");
-  a.option("quantization", "quantize the weights at load: q8_0 (GGUF Q8_0 int8 weights), q4_k (GGUF Q4_K 4-bit weights) or q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K)", "METHOD");
+  a.option("quantization", "quantize the weights at load: q8_0 (GGUF Q8_0 int8 weights), q4_k (GGUF Q4_K 4-bit weights) or q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K); fp8, vLLM's spelling for 8-bit weights, is q8_0", "METHOD");
   a.option("kv-cache-dtype", "KV cache element type: auto (default: float32 on ref/cpu-f32, bfloat16 on cpu-bf16 and "
                              "CUDA), bfloat16, fp8 / fp8_e4m3 (FP8 E4M3 with a scale per token and kv "
                              "head)", "TYPE");

@@ -64,9 +64,10 @@ const NoEffect kNoEffect[] = {
     {"rope-scaling", Takes::kValue, "LightOnOCR's rope is fixed by config.json"},
     {"rope-theta", Takes::kValue, "LightOnOCR's rope is fixed by config.json"},
     {"tokenizer-revision", Takes::kValue, "MODEL must be a local directory"},
-    {"quantization", Takes::kValue, "only q8_0, q4_k and q4_k_m (quantized at load) are supported; the weights run as stored",
+    {"quantization", Takes::kValue, "only q8_0, q4_k, q4_k_m and fp8 (quantized at load) are supported; the weights run as stored",
      "q8_0, q4_k or q4_k_m: quantize the weights at load (GGUF Q8_0 / Q4_K / llama.cpp's Q4_K_M mix); "
-     "vLLM's other methods (awq, gptq, fp8, ...) are accepted and have no effect"},
+     "fp8 (vLLM's online 8-bit weights) quantizes them to Q8_0; vLLM's other methods (awq, gptq, ...) are "
+     "accepted and have no effect"},
     {"trust-remote-code", Takes::kFlag, "no Python code is ever run; LightOnOCR is built in"},
     {"enforce-eager", Takes::kFlag, "there are no CUDA graphs on CPU"},
     {"logprobs-mode", Takes::kValue, "logprobs are those of the processed (sampled-from) distribution"},

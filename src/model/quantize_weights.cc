@@ -57,6 +57,13 @@ bool quantize_matrix(Matrix& m, DType to) {
 QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
   std::string k = method;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (k == "fp8") {
+    // vLLM's online FP8 (8-bit weights with one scale per tensor or channel): the same bytes per
+    // weight in locr's 8-bit format, whose scale per 32 weights tracks the values more closely.
+    LOCR_INFO("--quantization fp8: the weights are quantized to 8 bits as GGUF Q8_0 (int8 with an f16 scale per 32 "
+              "weights), locr's 8-bit weight format; use --kv-cache-dtype fp8 for an FP8 KV cache");
+    k = "q8_0";
+  }
   if (k != "q8_0" && k != "q4_k" && k != "q4_k_m")
     fail(ErrorKind::kInvalidArgument, "--quantization ", method, " is not supported: use q8_0 (GGUF Q8_0, int8 "
          "weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256) or "

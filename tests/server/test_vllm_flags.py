@@ -21,6 +21,8 @@ COVERED_ELSEWHERE = {
     "--uvicorn-log-level": "test_dropin.py::test_uvicorn_log_level_debug_and_max_log_len",
     "--disable-log-requests": "test_dropin.py::test_access_log_flags",
     "--disable-uvicorn-access-log": "test_dropin.py::test_access_log_flags",
+    # vLLM's sample value, fp8, quantizes the weights at load (Q8_0): no no-effect notice.
+    "--quantization": "test_vllm_flags.py::test_quantization_* (fp8, q8_0, q4_k, q4_k_m, and awq's notice)",
 }
 
 # A value each refused-unless flag cannot take (flags: given bare).
@@ -138,6 +140,19 @@ def test_refused_flags_stop_start_up_with_a_clear_message(flag):
 def test_quantization_q8_0_quantizes_at_load_and_serves():
     s = Server("-q", "Q8_0")
     try:
+        assert "weight matrices quantized to Q8_0 at load" in s.log
+        assert "--quantization has no effect" not in s.log
+        r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
+    finally:
+        assert s.stop() == 0
+
+
+def test_quantization_fp8_is_vllm_spelling_for_q8_0():
+    # vLLM's online FP8 weights: 8-bit weights at load, locr's Q8_0, and the log says so.
+    s = Server("--quantization", "fp8")
+    try:
+        assert "--quantization fp8: the weights are quantized to 8 bits as GGUF Q8_0" in s.log
         assert "weight matrices quantized to Q8_0 at load" in s.log
         assert "--quantization has no effect" not in s.log
         r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})

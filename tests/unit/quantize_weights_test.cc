@@ -4,6 +4,8 @@
 // default) of the checkpoint's own FP32 forward pass, on a text prompt and an image prompt.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -87,8 +89,26 @@ TEST(QuantizeWeights, Q8_0ModelStaysWithinTheSeedsThresholdOfTheCheckpoint) {
     ASSERT_EQ(a.hidden.size(), b.hidden.size());
     EXPECT_GT(cosine(a.hidden, b.hidden), 0.999);
     ASSERT_EQ(a.embeds.size(), b.embeds.size());
-    if (image) EXPECT_GT(cosine(a.embeds, b.embeds), 0.999);
+    if (image) {
+      EXPECT_GT(cosine(a.embeds, b.embeds), 0.999);
+    }
   }
+}
+
+// vLLM's `--quantization fp8` (online 8-bit weights) is locr's Q8_0: the same quantized bytes.
+TEST(QuantizeWeights, Fp8IsVllmSpellingForQ8_0) {
+  LoadOptions lo;
+  lo.backend = "cpu-f32";
+  const auto base = LightOnOcr::load(tiny("tiny_a"), lo);
+  ModelWeights a = base->weights(), b = base->weights();
+  const QuantizeCounts na = quantize_weights(a, "fp8"), nb = quantize_weights(b, "q8_0");
+  EXPECT_EQ(na.q8_0, nb.q8_0);
+  EXPECT_GT(na.q8_0, 14);
+  const Matrix& x = a.text.layers[0].q_proj;
+  const Matrix& y = b.text.layers[0].q_proj;
+  ASSERT_EQ(x.dtype, DType::kQ8_0);
+  ASSERT_EQ(y.dtype, DType::kQ8_0);
+  EXPECT_EQ(std::memcmp(x.data, y.data, static_cast<size_t>(x.rows * dtype_row_bytes(x.dtype, x.cols))), 0);
 }
 
 // tiny_a's widths (64, 128) are no whole Q4_K super-blocks: with q4_k those weights become Q8_0
