@@ -313,7 +313,7 @@ void BM_SiluMul(benchmark::State& st, std::string backend, int64_t n) {
 }
 
 void register_all() {
-  for (const auto isa : {locr::kernels::CpuIsa::kGeneric, locr::kernels::CpuIsa::kAvx2, locr::kernels::CpuIsa::kAvx512}) {
+  for (const auto isa : locr::kernels::kAllCpuIsas) {
     struct G {
       const char* name;
       int64_t n, k;
@@ -334,14 +334,17 @@ void register_all() {
   const GQ vision_m4096[] = {{"vision_qkvo_m4096", 4096, 1024, 1024},
                              {"vision_mlp_up_m4096", 4096, 4096, 1024},
                              {"vision_mlp_down_m4096", 4096, 1024, 4096}};
-  for (const auto isa : {locr::kernels::CpuIsa::kAvx2, locr::kernels::CpuIsa::kAvx512})
-    for (const auto& [kind, prefix] : {std::pair{QuantKind::kQ8_0, "GemmQ8_0/"}, std::pair{QuantKind::kQ4_K, "GemmQ4_K/"},
+  for (const auto isa : locr::kernels::kAllCpuIsas) {
+    if (isa == locr::kernels::CpuIsa::kGeneric) continue;  // minutes per call at these sizes
+    for (const auto& [kind, prefix] : {std::pair{QuantKind::kQ8_0, "GemmQ8_0/"},
+                                       std::pair{QuantKind::kQ4_K, "GemmQ4_K/"},
                                        std::pair{QuantKind::kQ6_K, "GemmQ6_K/"}})
       for (const GQ& g : vision_m4096)
         benchmark::RegisterBenchmark((std::string(prefix) + locr::kernels::cpu_isa_name(isa) + "/" + g.name).c_str(),
                                      BM_GemmQuant, isa, g.m, g.n, g.k, kind)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
+  }
   for (const GQ& g : vision_m4096)
     benchmark::RegisterBenchmark((std::string("Gemm/cpu-bf16/") + g.name).c_str(), BM_Gemm, std::string("cpu-bf16"),
                                  g.m, g.n, g.k)

@@ -1,5 +1,6 @@
-// The Q4_K x Q8_K dot products of q4_k_block.h on 256-bit AVX2 vectors, included by kernels_avx2.cc
-// and kernels_avx512.cc (the same code under each file's flags; `static`, one copy per file).
+// The Q4_K x Q8_K dot products of q4_k_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2)
+// and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd fuses each vpmaddwd with its vpaddd, qy_madd_acc):
+// the same code under each file's flags (`static`, one copy per file). q4_k_avx512.h uses the helpers.
 //
 // Per 32-byte group of quants (64 weights: two sub-blocks): the low and the high nibbles (0..15,
 // unsigned) times the activations (signed) by vpmaddubsw give sixteen exact int16 pair sums
@@ -17,6 +18,15 @@
 namespace locr::kernels::cpu {
 
 #define LOCR_Q4K_UNROLL _Pragma("GCC unroll 8")
+
+// acc + the int16 pairs of p times those of s, summed per int32 lane (exact while it fits in int32).
+static inline __m256i qy_madd_acc(__m256i acc, __m256i p, __m256i s) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpwssd_avx_epi32(acc, p, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
 
 // The 12 packed bytes as 16: the eight 6-bit scales (bytes 0..7) then the eight mins (8..15), by
 // 32-bit masks and shifts (the same values as q4_k_scales_mins). In little-endian words u0..u2 of
@@ -82,9 +92,8 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
         const __m256i s_lo = _mm256_shuffle_epi8(scales, bc[2 * g]), s_hi = _mm256_shuffle_epi8(scales, bc[2 * g + 1]);
         LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
           const auto* qx = reinterpret_cast<const __m256i*>(xb[i] + kQ8KQs + 64 * g);
-          const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(qx)), s_lo);
-          const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(qx + 1)), s_hi);
-          sum[i] = _mm256_add_epi32(sum[i], _mm256_add_epi32(p_lo, p_hi));
+          sum[i] = qy_madd_acc(sum[i], _mm256_maddubs_epi16(lo, _mm256_loadu_si256(qx)), s_lo);
+          sum[i] = qy_madd_acc(sum[i], _mm256_maddubs_epi16(hi, _mm256_loadu_si256(qx + 1)), s_hi);
         }
       }
       const float d = q4_k_f16c(wb), dmin = q4_k_f16c(wb + 2);
@@ -104,7 +113,7 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
 }
 
 // The kernel_table.h gemm_q4_k entry (tiling: quant_tiles.h).
-static void q4_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
+[[maybe_unused]] static void q4_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
                            int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
   walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
                    [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
