@@ -41,11 +41,10 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   LOCR_QZ_UNROLL for (int g = 0; g < 4; ++g) sidx[g] = q4_k_zmm_scale_index(g);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* xb[MX];
-    __m128i bs2[MX];  // bsums[2j] + bsums[2j+1] (|.| <= 32 * 127), the sums per sub-block
+    __m128i bs2[MX];
     LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) {
       xb[i] = x + i * x_stride + b * kQ8KBlockBytes;
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[i] + kQ8KBsums));
-      bs2[i] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      bs2[i] = q4_k_bsum_pairs(xb[i]);
       dx[i] = q8_k_scale(xb[i]);
     }
     __m512i sum[N];
@@ -90,16 +89,14 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   qz_store_pairs<NR, MX>(acc, c, ldc);
 }
 
-// The kernel_table.h gemm_q4_k entry: tiles of up to 4 activation rows x 2 weight rows (4 x 2,
-// 8 x 1), eight integer accumulators.
+// The kernel_table.h gemm_q4_k entry (tiles: walk_k_quant_tiles_zmm).
 static void q4_k_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                           int64_t n_blocks, float* c, int64_t ldc) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  walk_quant_tiles_zmm<8, 16, 1, 8>(n, m, [&](auto nr, auto mx, int, int64_t r, int64_t i) {
-    q4_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wb + r * w_stride, w_stride, xb + i * x_stride, x_stride,
-                                                            n_blocks, c + i * ldc + r, ldc);
-  });
+  walk_k_quant_tiles_zmm(w, w_stride, n, x, x_stride, m, c, ldc,
+                         [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
+                           q4_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride,
+                                                                                   n_blocks, ct, ldc);
+                         });
 }
 
 }  // namespace locr::kernels::cpu

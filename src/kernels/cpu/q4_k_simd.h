@@ -51,6 +51,12 @@ static inline __m256i q4_k_bcast16(int k) {
                           lo, hi, lo, hi, lo, hi, lo, hi);
 }
 
+// An activation block's bsums[2j] + bsums[2j+1] (|.| <= 32 * 127): the sums per 32-value sub-block.
+static inline __m128i q4_k_bsum_pairs(const uint8_t* x_block) {
+  const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_block + kQ8KBsums));
+  return _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+}
+
 // f16 by F16C (exact, as core/dtype.h's f16_to_f32, without a call).
 static inline float q4_k_f16c(const uint8_t* p) {
   uint16_t h;
@@ -70,12 +76,11 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
   LOCR_Q4K_UNROLL for (int k = 0; k < 8; ++k) bc[k] = q4_k_bcast16(k);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* xb[MX];
-    __m128i bs2[MX];  // bsums[2j] + bsums[2j+1] (|.| <= 32 * 127), the sums per sub-block
+    __m128i bs2[MX];
     float dx[MX];
     LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
       xb[i] = x + i * x_stride + b * kQ8KBlockBytes;
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[i] + kQ8KBsums));
-      bs2[i] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      bs2[i] = q4_k_bsum_pairs(xb[i]);
       dx[i] = q8_k_scale(xb[i]);
     }
     LOCR_Q4K_UNROLL for (int r = 0; r < NR; ++r) {

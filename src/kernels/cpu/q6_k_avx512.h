@@ -87,16 +87,14 @@ static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   qz_store_pairs<NR, MX>(acc, c, ldc);
 }
 
-// The kernel_table.h gemm_q6_k entry: tiles of up to 4 activation rows x 2 weight rows (4 x 2,
-// 8 x 1), eight integer accumulators.
+// The kernel_table.h gemm_q6_k entry (tiles: walk_k_quant_tiles_zmm).
 static void q6_k_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                           int64_t n_blocks, float* c, int64_t ldc) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  walk_quant_tiles_zmm<8, 16, 1, 8>(n, m, [&](auto nr, auto mx, int, int64_t r, int64_t i) {
-    q6_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wb + r * w_stride, w_stride, xb + i * x_stride, x_stride,
-                                                            n_blocks, c + i * ldc + r, ldc);
-  });
+  walk_k_quant_tiles_zmm(w, w_stride, n, x, x_stride, m, c, ldc,
+                         [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
+                           q6_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride,
+                                                                                   n_blocks, ct, ldc);
+                         });
 }
 
 }  // namespace locr::kernels::cpu

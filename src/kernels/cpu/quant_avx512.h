@@ -167,4 +167,18 @@ static inline void walk_quant_tiles_zmm(int64_t n, int64_t m, Tile tile) {
   }(std::make_integer_sequence<int, MX - 1>{});
 }
 
+// The walk of the K-quant kernels (q4_k_avx512.h, q6_k_avx512.h): tiles of 2 weight rows x 8
+// activation rows (2 x 7, 2 x 6, 3 x 5, 4 x 4, 5 x 3, 8 x 2 and 8 x 1 for the last chunk), about
+// sixteen integer accumulators; at most 8 weight rows (16 spill in the GEMV). tile(nr, mx, w, x, c)
+// with the tile's first weight row, activation row and output.
+template <class Tile>
+static inline void walk_k_quant_tiles_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
+                                          int64_t m, float* c, int64_t ldc, Tile tile) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(x);
+  walk_quant_tiles_zmm<8, 16, 1, 8>(n, m, [&](auto nr, auto mx, int, int64_t r, int64_t i) {
+    tile(nr, mx, wb + r * w_stride, xb + i * x_stride, c + i * ldc + r);
+  });
+}
+
 }  // namespace locr::kernels::cpu
