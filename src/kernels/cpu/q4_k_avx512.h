@@ -89,9 +89,11 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   qz_store_pairs<NR, MX>(acc, c, ldc);
 }
 
-// The kernel_table.h gemm_q4_k entry (tiles: walk_k_quant_tiles_zmm).
+// The kernel_table.h gemm_q4_k entry (tiles: walk_k_quant_tiles_zmm). One activation row (the GEMV)
+// goes to the 256-bit kernel (q4_k_simd.h), faster there (Q6_K's 512-bit GEMV is not slower).
 static void q4_k_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                           int64_t n_blocks, float* c, int64_t ldc) {
+  if (m == 1) return q4_k_gemm_simd(w, w_stride, n, x, x_stride, m, n_blocks, c, ldc);
   walk_k_quant_tiles_zmm(w, w_stride, n, x, x_stride, m, c, ldc,
                          [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
                            q4_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride,

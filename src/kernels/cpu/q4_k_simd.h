@@ -1,6 +1,7 @@
 // The Q4_K x Q8_K dot products of q4_k_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2)
 // and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd fuses each vpmaddwd with its vpaddd, qy_madd_acc):
-// the same code under each file's flags (`static`, one copy per file). q4_k_avx512.h uses the helpers.
+// the same code under each file's flags (`static`, one copy per file). q4_k_avx512.h uses the helpers
+// and runs this kernel for single activation rows (the GEMV, where it is faster than 512 bits).
 //
 // Per 32-byte group of quants (64 weights: two sub-blocks): the low and the high nibbles (0..15,
 // unsigned) times the activations (signed) by vpmaddubsw give sixteen exact int16 pair sums
@@ -13,20 +14,12 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/quant_simd256.h"
 #include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
 
 #define LOCR_Q4K_UNROLL _Pragma("GCC unroll 8")
-
-// acc + the int16 pairs of p times those of s, summed per int32 lane (exact while it fits in int32).
-static inline __m256i qy_madd_acc(__m256i acc, __m256i p, __m256i s) {
-#if defined(__AVXVNNI__)
-  return _mm256_dpwssd_avx_epi32(acc, p, s);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
-#endif
-}
 
 // The 12 packed bytes as 16: the eight 6-bit scales (bytes 0..7) then the eight mins (8..15), by
 // 32-bit masks and shifts (the same values as q4_k_scales_mins). In little-endian words u0..u2 of

@@ -1,5 +1,5 @@
 // The Q6_K x Q8_K dot products of q6_k_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2)
-// and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd for vpmaddwd + vpaddd, q4_k_simd.h's qy_madd_acc): the
+// and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd for vpmaddwd + vpaddd, quant_simd256.h's qy_madd_acc): the
 // same code under each file's flags (`static`, one copy per file).
 //
 // Per 32 weights (one quadrant k of a 128-weight half): the 6-bit quants q (0..63, unsigned: the

@@ -1,5 +1,6 @@
 // The Q8_0 dot products of q8_0_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2) and
 // kernels_avx2_vnni.cc (AVX-VNNI): the same code under each file's flags (`static`, one copy per file).
+// q8_0_avx512.h runs it for single activation rows (the GEMV, where it is faster than 512 bits).
 //
 // Per block, the eight int32 lane sums (exact), then one FMA per lane. AVX2: |w| (vpsignb w, w:
 // -128 becomes 128 as an unsigned byte) times x with w's sign (vpsignb x, w) by vpmaddubsw gives
@@ -15,18 +16,19 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/q8_0_block.h"
+#include "kernels/cpu/quant_simd256.h"
 #include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
 
-#if defined(__AVXVNNI__)
+#if defined(LOCR_QY_VNNI)
 struct Q8W {
   __m256i w, abs_w;
 };
 static inline __m256i q8_0_prep_x(__m256i x) { return x; }
 static inline Q8W q8_0_prep_w(__m256i w) { return {w, _mm256_sign_epi8(w, w)}; }
 static inline __m256i q8_0_lane_sums(const Q8W& w, __m256i x) {
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w.abs_w, _mm256_sign_epi8(x, w.w));
+  return qy_dpbusd(_mm256_setzero_si256(), w.abs_w, _mm256_sign_epi8(x, w.w));
 }
 #else
 struct Q8W {
