@@ -20,13 +20,6 @@
 
 namespace locr::kernels::cpu {
 
-// vpermw indices: int16 lanes 0..15 take scale 2g, lanes 16..31 scale 2g + 1.
-static inline __m512i q4_k_zmm_scale_index(int g) {
-  alignas(64) int16_t idx[32];
-  for (int t = 0; t < 32; ++t) idx[t] = static_cast<int16_t>(2 * g + t / 16);
-  return _mm512_load_si512(idx);
-}
-
 // NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
 template <int NR, int MX>
 static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
@@ -38,7 +31,8 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i sidx[4];
-  LOCR_QZ_UNROLL for (int g = 0; g < 4; ++g) sidx[g] = q4_k_zmm_scale_index(g);
+  // int16 lanes 0..15 take scale 2g, lanes 16..31 scale 2g + 1.
+  LOCR_QZ_UNROLL for (int g = 0; g < 4; ++g) sidx[g] = qz_word_index(2 * g, 16);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* xb[MX];
     __m128i bs2[MX];

@@ -22,13 +22,6 @@
 
 namespace locr::kernels::cpu {
 
-// vpermw indices broadcasting int16 scale 4 * part + t / 8 (t: the lane) of a half's eight groups.
-static inline __m512i q6_k_zmm_scale_index(int h, int part) {
-  alignas(64) int16_t idx[32];
-  for (int t = 0; t < 32; ++t) idx[t] = static_cast<int16_t>(8 * h + 4 * part + t / 8);
-  return _mm512_load_si512(idx);
-}
-
 // NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
 template <int NR, int MX>
 static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
@@ -42,7 +35,8 @@ static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   const __m512i sh_k01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);  // left
   const __m512i sh_k23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);  // right
   __m512i sidx[4];
-  LOCR_QZ_UNROLL for (int k = 0; k < 4; ++k) sidx[k] = q6_k_zmm_scale_index(k / 2, k % 2);
+  // Half h, quadrants 0 | 1 (k = 2h) or 2 | 3 (k = 2h + 1): scale 4k + t / 8 for int16 lane t.
+  LOCR_QZ_UNROLL for (int k = 0; k < 4; ++k) sidx[k] = qz_word_index(4 * k, 8);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* xb[MX];
     __m512i bs[MX];

@@ -62,6 +62,13 @@ static inline float* qz_scratch(int64_t n) {
   return scratch.get(n);
 }
 
+// vpermw indices: int16 lane t (0..31) takes word first + t / run (a scale broadcast per run of lanes).
+static inline __m512i qz_word_index(int first, int run) {
+  alignas(64) int16_t idx[32];
+  for (int t = 0; t < 32; ++t) idx[t] = static_cast<int16_t>(first + t / run);
+  return _mm512_load_si512(idx);
+}
+
 // acc + the int16 pairs of p times those of s, summed per int32 lane (exact while it fits in int32).
 static inline __m512i qz_madd_acc(__m512i acc, __m512i p, __m512i s) {
 #if defined(__AVX512VNNI__)
