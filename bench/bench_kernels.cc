@@ -159,6 +159,33 @@ void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, in
   set_flops(st, 2.0 * N * K, cpu_s);
 }
 
+// GEMM (prefill / vision) on quantized weights: y[M,N] = x[M,K] W[N,K]^T with W quantized once
+// (one copy: a GEMM reuses it across M rows), x quantized per call as the kernels do. Counter: FLOP/s.
+void BM_GemmQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, int64_t N, int64_t K, QuantKind kind) {
+  if (!locr::kernels::cpu_isa_supported(isa)) {
+    st.SkipWithError("this CPU lacks the ISA");
+    return;
+  }
+  const auto f = random_vec(static_cast<size_t>(N * K), 10, 0.05f);
+  std::vector<uint8_t> w(static_cast<size_t>(kind == QuantKind::kQ4_K   ? 144 * N * K / 256
+                                             : kind == QuantKind::kQ6_K ? 210 * N * K / 256
+                                                                        : 34 * N * K / 32));
+  if (kind == QuantKind::kQ4_K) locr::kernels::quantize_row_q4_K(f.data(), w.data(), N * K);
+  else if (kind == QuantKind::kQ6_K) locr::kernels::quantize_row_q6_K(f.data(), w.data(), N * K);
+  else locr::kernels::quantize_row_q8_0(f.data(), w.data(), N * K);
+  const auto x = random_vec(static_cast<size_t>(M * K), 2);
+  std::vector<float> y(static_cast<size_t>(M * N));
+  const CpuClock clock;
+  for (auto _ : st) {
+    if (kind == QuantKind::kQ4_K) locr::kernels::gemm_q4_K(isa, w.data(), N, K, x.data(), M, y.data());
+    else if (kind == QuantKind::kQ6_K) locr::kernels::gemm_q6_K(isa, w.data(), N, K, x.data(), M, y.data());
+    else locr::kernels::gemm_q8_0(isa, w.data(), N, K, x.data(), M, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double cpu_s = clock.elapsed();
+  set_flops(st, 2.0 * M * N * K, cpu_s);
+}
+
 // Attention with contiguous q / k / v ([n, heads * head_dim]).
 // kv BF16 (or F8_E4M3): a BF16 (FP8, scale per row and kv head) KV cache in 16-row blocks with a
 // shuffled block table (cpu-bf16's decode case, and --kv-cache-dtype fp8's).
@@ -292,7 +319,7 @@ void BM_SiluMul(benchmark::State& st, std::string backend, int64_t n) {
 }
 
 void register_all() {
-  for (const auto isa : {locr::kernels::CpuIsa::kGeneric, locr::kernels::CpuIsa::kAvx2, locr::kernels::CpuIsa::kAvx512}) {
+  for (const auto isa : locr::kernels::kAllCpuIsas) {
     struct G {
       const char* name;
       int64_t n, k;
@@ -305,6 +332,30 @@ void register_all() {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
   }
+  // The vision encoder's matmuls at ~4,000 patches (half an A4 page), quantized and BF16.
+  struct GQ {
+    const char* name;
+    int64_t m, n, k;
+  };
+  const GQ vision_m4096[] = {{"vision_qkvo_m4096", 4096, 1024, 1024},
+                             {"vision_mlp_up_m4096", 4096, 4096, 1024},
+                             {"vision_mlp_down_m4096", 4096, 1024, 4096}};
+  for (const auto isa : locr::kernels::kAllCpuIsas) {
+    if (isa == locr::kernels::CpuIsa::kGeneric) continue;  // minutes per call at these sizes
+    for (const auto& [kind, prefix] : {std::pair{QuantKind::kQ8_0, "GemmQ8_0/"},
+                                       std::pair{QuantKind::kQ4_K, "GemmQ4_K/"},
+                                       std::pair{QuantKind::kQ6_K, "GemmQ6_K/"}})
+      for (const GQ& g : vision_m4096)
+        benchmark::RegisterBenchmark((std::string(prefix) + locr::kernels::cpu_isa_name(isa) + "/" + g.name).c_str(),
+                                     BM_GemmQuant, isa, g.m, g.n, g.k, kind)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+  }
+  for (const GQ& g : vision_m4096)
+    benchmark::RegisterBenchmark((std::string("Gemm/cpu-bf16/") + g.name).c_str(), BM_Gemm, std::string("cpu-bf16"),
+                                 g.m, g.n, g.k)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   for (const std::string b : {"cpu-bf16", "cpu-f32"}) {
     struct G {
       const char* name;

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -29,12 +31,10 @@ struct Backend {
   CpuIsa isa;
 };
 
-// Every ISA path is instantiated; the ones this CPU lacks skip (reported as skipped by CTest).
-constexpr CpuIsa kAllIsas[] = {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16};
-
 std::vector<Backend> all_backends() {
   std::vector<Backend> out;
-  for (CpuIsa isa : kAllIsas) {
+  // Every ISA path is instantiated; the ones this CPU lacks skip (reported as skipped by CTest).
+  for (CpuIsa isa : kAllCpuIsas) {
     out.push_back({CpuPrecision::kF32, isa});
     out.push_back({CpuPrecision::kBF16, isa});
   }
@@ -475,7 +475,7 @@ TEST_P(CpuMathTest, ExpWithinFewUlp) {
   EXPECT_LE(worst, 2.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, CpuMathTest, testing::ValuesIn(kAllIsas),
+INSTANTIATE_TEST_SUITE_P(Cpu, CpuMathTest, testing::ValuesIn(kAllCpuIsas),
                          [](const testing::TestParamInfo<CpuIsa>& i) {
                            std::string s = cpu_isa_name(i.param);
                            for (char& c : s)
@@ -499,6 +499,35 @@ TEST_P(CpuMathTest, Fp8DecodeMatchesScalar) {
       else EXPECT_EQ(std::memcmp(&y[i], &want, 4), 0) << "code " << int(codes[i]) << ": " << y[i] << " vs " << want;
     }
     EXPECT_EQ(y[n], 12345.0f) << "wrote past n = " << n;
+  }
+}
+
+// cpu_best_isa() is the widest supported path, or with LOCR_CPU_ISA set (CTest's isa_cap_* entries
+// run this under each name) the widest supported one not after it in kAllCpuIsas' order; every
+// path's kernel table says its own name.
+TEST(CpuBackends, BestIsaIsTheWidestSupportedUpToTheCap) {
+  const char* env = std::getenv("LOCR_CPU_ISA");
+  CpuIsa cap = kAllCpuIsas[std::size(kAllCpuIsas) - 1];
+  if (env && *env) {
+    const auto* it = std::find_if(std::begin(kAllCpuIsas), std::end(kAllCpuIsas),
+                                  [&](CpuIsa isa) { return std::string(env) == cpu_isa_name(isa); });
+    ASSERT_NE(it, std::end(kAllCpuIsas)) << "LOCR_CPU_ISA=" << env << " names no path";
+    cap = *it;
+  }
+  const CpuIsa best = cpu_best_isa();
+  EXPECT_TRUE(cpu_isa_supported(best)) << cpu_isa_name(best);
+  EXPECT_LE(static_cast<int>(best), static_cast<int>(cap));
+  for (CpuIsa isa : kAllCpuIsas) {
+    if (static_cast<int>(isa) > static_cast<int>(best) && static_cast<int>(isa) <= static_cast<int>(cap)) {
+      EXPECT_FALSE(cpu_isa_supported(isa)) << cpu_isa_name(isa) << " is supported and wider than "
+                                           << cpu_isa_name(best);
+    }
+    if (cpu_isa_supported(isa)) {
+      EXPECT_STREQ(cpu_kernel_table(isa)->isa, cpu_isa_name(isa));
+    }
+  }
+  if (env && *env && cpu_isa_supported(cap)) {
+    EXPECT_EQ(best, cap);
   }
 }
 

@@ -224,12 +224,13 @@ TEST_P(QuantQ4_KIsa, GemvMatchesTheDequantizedReference) {
   EXPECT_EQ(std::memcmp(y.data(), yg.data(), rows * 4), 0);
 }
 
-// Several activation rows at once (tiles of 4 x 2, remainders, 16-row blocks over the thread pool,
+// Several activation rows at once (every tile shape of every path: 4 x 2 and 4 x 1 on AVX2, 2 x 4,
+// 2 x 3, 4 x 2 and 8 x 1 on AVX-512, single-row remainders, 16-row blocks over the thread pool,
 // 64-row activation chunks): every element the same bits as that row alone on the generic path.
 TEST_P(QuantQ4_KIsa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t rows = 37, cols = 256 * 3;
   const auto w = random_q4_k(rows, cols, 21);
-  for (const int64_t m : {int64_t{5}, int64_t{67}}) {
+  for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
     const std::vector<float> x = normal_floats(static_cast<size_t>(m * cols), 9 + static_cast<uint32_t>(m));
     std::vector<float> y(m * rows, -1.0f);
     gemm_q4_K(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
@@ -278,7 +279,7 @@ TEST_P(QuantQ4_KIsa, MatmulRunsTheKernelsAndRefTheDequantizedWeight) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, QuantQ4_KIsa,
-                         testing::Values(CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16),
+                         testing::ValuesIn(kAllCpuIsas),
                          [](const testing::TestParamInfo<CpuIsa>& i) {
                            std::string n = cpu_isa_name(i.param);
                            for (char& c : n)

@@ -201,6 +201,10 @@ TEST_P(QuantQ6_KIsa, DotMatchesTheDequantizedRowsAndTheGenericBits) {
     EXPECT_EQ(dequantized(w.data(), 512)[0], 4096.0f);
     const float want = 2 * 256 * 4096.0f * static_cast<float>(xv);
     EXPECT_EQ(dot_q6_K(GetParam(), w.data(), x.data(), 512), want) << xv;
+    // Every quant 63 (+31): the largest unsigned quant in the byte products (2 * 63 * 127 per pair).
+    for (int b = 0; b < 2; ++b) std::memset(&w[b * kW], 0xff, 192);
+    EXPECT_EQ(dequantized(w.data(), 512)[0], -128.0f * 31);
+    EXPECT_EQ(dot_q6_K(GetParam(), w.data(), x.data(), 512), 2 * 256 * -128.0f * 31 * static_cast<float>(xv)) << xv;
   }
   EXPECT_THROW(dot_q6_K(GetParam(), nullptr, nullptr, 300), locr::Error);
 }
@@ -235,12 +239,13 @@ TEST_P(QuantQ6_KIsa, GemvMatchesTheDequantizedReference) {
   EXPECT_EQ(std::memcmp(y.data(), yg.data(), rows * 4), 0);
 }
 
-// Several activation rows at once (tiles of 4 x 2, remainders, 16-row blocks over the thread pool,
+// Several activation rows at once (every tile shape of every path: 4 x 2 and 4 x 1 on AVX2, 2 x 4,
+// 2 x 3, 4 x 2 and 8 x 1 on AVX-512, single-row remainders, 16-row blocks over the thread pool,
 // 64-row activation chunks): every element the same bits as that row alone on the generic path.
 TEST_P(QuantQ6_KIsa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t rows = 37, cols = 256 * 3;
   const auto w = random_q6_k(rows, cols, 21);
-  for (const int64_t m : {int64_t{5}, int64_t{67}}) {
+  for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
     const std::vector<float> x = normal_floats(static_cast<size_t>(m * cols), 9 + static_cast<uint32_t>(m));
     std::vector<float> y(m * rows, -1.0f);
     gemm_q6_K(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
@@ -285,7 +290,7 @@ TEST_P(QuantQ6_KIsa, MatmulRunsTheKernelsAndRefTheDequantizedWeight) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, QuantQ6_KIsa,
-                         testing::Values(CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16),
+                         testing::ValuesIn(kAllCpuIsas),
                          [](const testing::TestParamInfo<CpuIsa>& i) {
                            std::string n = cpu_isa_name(i.param);
                            for (char& c : n)

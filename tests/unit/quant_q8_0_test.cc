@@ -136,27 +136,32 @@ TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
   EXPECT_EQ(std::memcmp(y.data(), yg.data(), rows * 4), 0);
 }
 
-// Several activation rows at once (tiles of 4 weight rows x 2 activation rows, remainders, blocks of
-// 16 rows over the thread pool): every element the same bits as one row alone on the generic path.
+// Several activation rows at once (every tile shape of every path: 4 x 2 and 4 x 1 on AVX2, row pairs
+// x 1..4 activation rows on AVX-512 with an odd last row, remainders, blocks of 16 rows over the
+// thread pool, 64-row activation chunks): every element the same bits as one row alone on the
+// generic path.
 TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
-  const int64_t rows = 37, cols = 32 * 9, m = 5;
+  const int64_t rows = 37, cols = 32 * 9;
   const auto w = random_q8_0(rows, cols, 21);
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(m * cols);
-  for (float& v : x) v = normal(rng);
-  std::vector<float> y(m * rows, -1.0f);
-  gemm_q8_0(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
-  for (int64_t i = 0; i < m; ++i) {
-    std::vector<float> yi(rows);
-    gemv_q8_0(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
-    EXPECT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "activation row " << i;
+  for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
+    std::mt19937 rng(9 + static_cast<uint32_t>(m));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(m * cols);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> y(m * rows, -1.0f);
+    gemm_q8_0(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<float> yi(rows);
+      gemv_q8_0(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
+      ASSERT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "m " << m << ", activation row " << i;
+    }
   }
+  std::vector<float> x(cols + 1), y(rows);
   EXPECT_THROW(gemm_q8_0(GetParam(), w.data(), rows, cols + 1, x.data(), 1, y.data()), locr::Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, QuantQ8_0Isa,
-                         testing::Values(CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16),
+                         testing::ValuesIn(kAllCpuIsas),
                          [](const testing::TestParamInfo<CpuIsa>& i) {
                            std::string n = cpu_isa_name(i.param);
                            for (char& c : n)

@@ -50,13 +50,20 @@ bool has_avx512() {
   return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
-bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+// AVX-VNNI (VEX vpdpbusd / vpdpwssd on 256 bits): CPUID leaf 7 sub-leaf 1, EAX bit 4 (GCC 12's
+// __builtin_cpu_supports has no name for it).
+bool has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+}
+bool has_avx2_vnni() { return has_avx2() && has_avx_vnni(); }
+bool has_avx512_vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+// The avx512-bf16 table runs avx512-vnni's quantized kernels (every AVX512_BF16 CPU has VNNI).
+bool has_avx512_bf16() { return has_avx512_vnni() && __builtin_cpu_supports("avx512bf16"); }
 
 CpuIsa parse_isa(const std::string& s) {
-  if (s == "generic") return CpuIsa::kGeneric;
-  if (s == "avx2") return CpuIsa::kAvx2;
-  if (s == "avx512") return CpuIsa::kAvx512;
-  if (s == "avx512-bf16") return CpuIsa::kAvx512Bf16;
+  for (CpuIsa isa : kAllCpuIsas)
+    if (s == cpu_isa_name(isa)) return isa;
   return CpuIsa::kAuto;
 }
 
@@ -66,8 +73,12 @@ const KernelTable* table_for(CpuIsa isa) {
       return cpu::kernel_table_generic();
     case CpuIsa::kAvx2:
       return cpu::kernel_table_avx2();
+    case CpuIsa::kAvx2Vnni:
+      return cpu::kernel_table_avx2_vnni();
     case CpuIsa::kAvx512:
       return cpu::kernel_table_avx512();
+    case CpuIsa::kAvx512Vnni:
+      return cpu::kernel_table_avx512_vnni();
     case CpuIsa::kAvx512Bf16:
       return cpu::kernel_table_avx512_bf16();
     default:
@@ -85,8 +96,12 @@ const char* cpu_isa_name(CpuIsa isa) {
       return "generic";
     case CpuIsa::kAvx2:
       return "avx2";
+    case CpuIsa::kAvx2Vnni:
+      return "avx2-vnni";
     case CpuIsa::kAvx512:
       return "avx512";
+    case CpuIsa::kAvx512Vnni:
+      return "avx512-vnni";
     case CpuIsa::kAvx512Bf16:
       return "avx512-bf16";
   }
@@ -100,8 +115,12 @@ bool cpu_isa_supported(CpuIsa isa) {
       return true;
     case CpuIsa::kAvx2:
       return has_avx2();
+    case CpuIsa::kAvx2Vnni:
+      return has_avx2_vnni();
     case CpuIsa::kAvx512:
       return has_avx512();
+    case CpuIsa::kAvx512Vnni:
+      return has_avx512_vnni();
     case CpuIsa::kAvx512Bf16:
       return has_avx512_bf16();
   }
@@ -110,13 +129,14 @@ bool cpu_isa_supported(CpuIsa isa) {
 
 CpuIsa cpu_best_isa() {
   static const CpuIsa best = [] {
-    CpuIsa b = has_avx512_bf16() ? CpuIsa::kAvx512Bf16
-               : has_avx512()    ? CpuIsa::kAvx512
-               : has_avx2()      ? CpuIsa::kAvx2
-                                 : CpuIsa::kGeneric;
-    if (const char* env = std::getenv("LOCR_CPU_ISA")) {
-      const CpuIsa cap = parse_isa(env);
-      if (cap != CpuIsa::kAuto && static_cast<int>(cap) < static_cast<int>(b)) b = cap;
+    // The widest supported path, or the widest supported one up to LOCR_CPU_ISA's (the order is not
+    // one of inclusion: avx2-vnni may be missing where avx512-vnni is not).
+    const char* env = std::getenv("LOCR_CPU_ISA");
+    const CpuIsa cap = env ? parse_isa(env) : CpuIsa::kAuto;
+    CpuIsa b = CpuIsa::kGeneric;
+    for (CpuIsa isa : kAllCpuIsas) {
+      if (cap != CpuIsa::kAuto && static_cast<int>(isa) > static_cast<int>(cap)) break;
+      if (cpu_isa_supported(isa)) b = isa;
     }
     return b;
   }();
@@ -704,9 +724,10 @@ std::unique_ptr<Ops> make_cpu_ops(CpuPrecision precision, CpuIsa isa) {
   // An explicit ISA is honoured as given (tests, benchmarks); kAuto picks the fastest path.
   if (isa == CpuIsa::kAuto) {
     isa = cpu_best_isa();
-    // f32 never uses the dot-product kernels; the AVX-512 table is the same code without them.
+    // f32 never uses the bf16 dot-product kernels; the AVX-512 VNNI table is the same code without
+    // them (and with the same quantized kernels).
     if (isa == CpuIsa::kAvx512Bf16 && (precision == CpuPrecision::kF32 || !prefer_bf16_dot()))
-      isa = CpuIsa::kAvx512;
+      isa = CpuIsa::kAvx512Vnni;
   }
   return std::make_unique<CpuOps>(precision, isa, checked_table(isa));
 }

@@ -123,8 +123,10 @@ inline int64_t attn_tile_scratch(const KernelTable& t, int64_t head_dim) {
 }
 
 const KernelTable* kernel_table_generic();
-const KernelTable* kernel_table_avx2();     // null when not compiled
-const KernelTable* kernel_table_avx512();   // AVX-512F/BW/VL/DQ (+F16C): f32 FMA kernels
-const KernelTable* kernel_table_avx512_bf16();  // the same plus AVX512_BF16 dot-product kernels
+const KernelTable* kernel_table_avx2();       // AVX2 + FMA + F16C
+const KernelTable* kernel_table_avx2_vnni();  // avx2 with AVX-VNNI quantized kernels (vpdpbusd / vpdpwssd, 256-bit)
+const KernelTable* kernel_table_avx512();     // AVX-512F/BW/VL/DQ (+F16C): f32 FMA kernels
+const KernelTable* kernel_table_avx512_vnni();  // avx512 with AVX512_VNNI quantized kernels (512-bit)
+const KernelTable* kernel_table_avx512_bf16();  // avx512-vnni plus AVX512_BF16 dot-product kernels
 
 }  // namespace locr::kernels::cpu

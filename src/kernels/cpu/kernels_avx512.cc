@@ -14,9 +14,9 @@
 #define LOCR_CPU_PV_ND 4
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/kernels_impl.h"
-#include "kernels/cpu/q8_0_simd.h"
-#include "kernels/cpu/q4_k_simd.h"
-#include "kernels/cpu/q6_k_simd.h"
+#include "kernels/cpu/q8_0_avx512.h"
+#include "kernels/cpu/q4_k_avx512.h"
+#include "kernels/cpu/q6_k_avx512.h"
 
 #include <time.h>
 
@@ -158,9 +158,9 @@ namespace locr::kernels::cpu {
 const KernelTable* kernel_table_avx512() {
   static const KernelTable t = [] {
     KernelTable k = avx512::base_table("avx512");
-    k.gemm_q8_0 = q8_0_gemm_simd;
-    k.gemm_q4_k = q4_k_gemm_simd;
-    k.gemm_q6_k = q6_k_gemm_simd;
+    k.gemm_q8_0 = q8_0_gemm_zmm;
+    k.gemm_q4_k = q4_k_gemm_zmm;
+    k.gemm_q6_k = q6_k_gemm_zmm;
     return k;
   }();
   return &t;
@@ -168,10 +168,8 @@ const KernelTable* kernel_table_avx512() {
 
 const KernelTable* kernel_table_avx512_bf16() {
   static const KernelTable t = [] {
-    KernelTable k = avx512::base_table("avx512-bf16");
-    k.gemm_q8_0 = q8_0_gemm_simd;
-    k.gemm_q4_k = q4_k_gemm_simd;
-    k.gemm_q6_k = q6_k_gemm_simd;
+    KernelTable k = *kernel_table_avx512_vnni();  // its quantized kernels (every AVX512_BF16 CPU has VNNI)
+    k.isa = "avx512-bf16";
     k.bf16_dot = true;
     k.pack_a_pairs = avx512::k_pack_a_pairs;
     k.gemm_tile = avx512::k_gemm_tile_bf16;

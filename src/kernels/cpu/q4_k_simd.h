@@ -1,5 +1,7 @@
-// The Q4_K x Q8_K dot products of q4_k_block.h on 256-bit AVX2 vectors, included by kernels_avx2.cc
-// and kernels_avx512.cc (the same code under each file's flags; `static`, one copy per file).
+// The Q4_K x Q8_K dot products of q4_k_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2)
+// and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd fuses each vpmaddwd with its vpaddd, qy_madd_acc):
+// the same code under each file's flags (`static`, one copy per file). q4_k_avx512.h uses the helpers
+// and runs this kernel for single activation rows (the GEMV, where it is faster than 512 bits).
 //
 // Per 32-byte group of quants (64 weights: two sub-blocks): the low and the high nibbles (0..15,
 // unsigned) times the activations (signed) by vpmaddubsw give sixteen exact int16 pair sums
@@ -12,6 +14,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/q4_k_block.h"
+#include "kernels/cpu/quant_simd256.h"
 #include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
@@ -41,6 +44,12 @@ static inline __m256i q4_k_bcast16(int k) {
                           lo, hi, lo, hi, lo, hi, lo, hi);
 }
 
+// An activation block's bsums[2j] + bsums[2j+1] (|.| <= 32 * 127): the sums per 32-value sub-block.
+static inline __m128i q4_k_bsum_pairs(const uint8_t* x_block) {
+  const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_block + kQ8KBsums));
+  return _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+}
+
 // f16 by F16C (exact, as core/dtype.h's f16_to_f32, without a call).
 static inline float q4_k_f16c(const uint8_t* p) {
   uint16_t h;
@@ -60,12 +69,11 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
   LOCR_Q4K_UNROLL for (int k = 0; k < 8; ++k) bc[k] = q4_k_bcast16(k);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* xb[MX];
-    __m128i bs2[MX];  // bsums[2j] + bsums[2j+1] (|.| <= 32 * 127), the sums per sub-block
+    __m128i bs2[MX];
     float dx[MX];
     LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
       xb[i] = x + i * x_stride + b * kQ8KBlockBytes;
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[i] + kQ8KBsums));
-      bs2[i] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      bs2[i] = q4_k_bsum_pairs(xb[i]);
       dx[i] = q8_k_scale(xb[i]);
     }
     LOCR_Q4K_UNROLL for (int r = 0; r < NR; ++r) {
@@ -82,9 +90,8 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
         const __m256i s_lo = _mm256_shuffle_epi8(scales, bc[2 * g]), s_hi = _mm256_shuffle_epi8(scales, bc[2 * g + 1]);
         LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
           const auto* qx = reinterpret_cast<const __m256i*>(xb[i] + kQ8KQs + 64 * g);
-          const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(qx)), s_lo);
-          const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(qx + 1)), s_hi);
-          sum[i] = _mm256_add_epi32(sum[i], _mm256_add_epi32(p_lo, p_hi));
+          sum[i] = qy_madd_acc(sum[i], _mm256_maddubs_epi16(lo, _mm256_loadu_si256(qx)), s_lo);
+          sum[i] = qy_madd_acc(sum[i], _mm256_maddubs_epi16(hi, _mm256_loadu_si256(qx + 1)), s_hi);
         }
       }
       const float d = q4_k_f16c(wb), dmin = q4_k_f16c(wb + 2);
@@ -104,7 +111,7 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
 }
 
 // The kernel_table.h gemm_q4_k entry (tiling: quant_tiles.h).
-static void q4_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
+[[maybe_unused]] static void q4_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
                            int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
   walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
                    [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {

@@ -1,5 +1,6 @@
-// The Q6_K x Q8_K dot products of q6_k_block.h on 256-bit AVX2 vectors, included by kernels_avx2.cc
-// and kernels_avx512.cc (the same code under each file's flags; `static`, one copy per file).
+// The Q6_K x Q8_K dot products of q6_k_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2)
+// and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd for vpmaddwd + vpaddd, quant_simd256.h's qy_madd_acc): the
+// same code under each file's flags (`static`, one copy per file).
 //
 // Per 32 weights (one quadrant k of a 128-weight half): the 6-bit quants q (0..63, unsigned: the
 // nibble of ql and two bits of qh) times the activations by vpmaddubsw give sixteen exact int16
@@ -74,7 +75,7 @@ static inline void q6_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
           const __m256i s = _mm256_shuffle_epi8(sch, shuf[k]);
           LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
             const auto* qx = reinterpret_cast<const __m256i*>(xb[i] + kQ8KQs + 128 * h + 32 * k);
-            sum[i] = _mm256_add_epi32(sum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], _mm256_loadu_si256(qx)), s));
+            sum[i] = qy_madd_acc(sum[i], _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(qx)), s);
           }
         }
       }
@@ -91,7 +92,7 @@ static inline void q6_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
 }
 
 // The kernel_table.h gemm_q6_k entry (tiling: quant_tiles.h).
-static void q6_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
+[[maybe_unused]] static void q6_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
                            int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
   walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
                    [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
