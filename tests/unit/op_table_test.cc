@@ -42,7 +42,7 @@ struct BackendCase {
 
 std::vector<BackendCase> backends() {
   std::vector<BackendCase> out{{"ref"}};
-  for (CpuIsa isa : {CpuIsa::kGeneric, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAvx512Bf16}) {
+  for (CpuIsa isa : kAllCpuIsas) {
     out.push_back({"cpu-f32", isa});
     out.push_back({"cpu-bf16", isa});
   }

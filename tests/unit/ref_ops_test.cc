@@ -36,7 +36,8 @@ TEST(RefOps, MatmulAllWeightDtypes) {
   std::vector<uint16_t> wb(6), wh(6);
   for (int i = 0; i < 6; ++i) wb[i] = f32_to_bf16(w[i]), wh[i] = f32_to_f16(w[i]);
   for (auto [dt, ptr] : {std::pair{DType::kBF16, static_cast<const void*>(wb.data())}, {DType::kF16, wh.data()}}) {
-    Matrix m{dt, 2, 3, ptr};
+    Matrix m;
+    m.dtype = dt, m.rows = 2, m.cols = 3, m.data = ptr;
     std::vector<float> y2(4);
     ops->matmul(hv(x, 2, 3), m, hv(y2, 2, 2));
     for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y2[i], y[i]);
