@@ -77,8 +77,6 @@ class LightOnOcr {
   const std::string& backend() const { return backend_; }
   // The checkpoint's weights (memory-mapped views; the backend's prepared copies hang off them).
   const ModelWeights& weights() const { return weights_; }
-  // A slot where a device executor keeps state shared by all its instances (uploaded weights).
-  std::shared_ptr<void>& device_cache() const { return device_cache_; }
   const TextDecoder& decoder() const { return *decoder_; }
   const VisionEncoder& encoder() const { return *encoder_; }
   const Projector& projector() const { return *projector_; }
@@ -122,7 +120,6 @@ class LightOnOcr {
   std::unique_ptr<Projector> projector_;
   nlohmann::json template_vars_;  // bos_token, eos_token, ... from tokenizer_config.json
   std::string backend_;
-  mutable std::shared_ptr<void> device_cache_;
 };
 
 ProcessorConfig load_processor_config(const std::string& dir, int align);
