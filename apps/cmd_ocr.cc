@@ -280,11 +280,12 @@ struct GroundingOutput {
   std::set<std::string> drop;  // --drop-headers-footers
 };
 
-// `raw`: the model's text with its figure markers rewritten (or as it was, --no-figures); in
-// grounding mode the Markdown of its blocks.
+// `raw`: the model's text with its figure markers rewritten (or as it was, --no-figures),
+// post-processed here with `post`; in grounding mode (post null) the Markdown of its blocks, whose
+// texts are post-processed already (server::grounding_blocks).
 std::string page_file_text(const PageJob& p, const std::string& raw, const std::string& format,
-                           const runtime::PostprocessOptions& post) {
-  std::string text = runtime::postprocess(raw, post);
+                           const runtime::PostprocessOptions* post) {
+  std::string text = post ? runtime::postprocess(raw, *post) : raw;
   if (format != "json") {
     if (text.empty() || text.back() != '\n') text += '\n';
     return text;
@@ -527,13 +528,18 @@ int cmd_ocr(int argc, char** argv) {
           pj.out = backend->run(img);
           pj.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
           std::string raw = pj.out.text;
-          // Grounding: the page is the Markdown of its blocks, image blocks written as figures.
-          if (grounding.on) raw = server::grounding_markdown(server::parse_grounding(raw), grounding.drop, figures);
+          // Grounding: the page is the Markdown of its blocks (their texts post-processed, as
+          // /v1/ocr makes them), image blocks written as figures.
+          std::vector<server::GroundingBlock> blocks;
+          if (grounding.on) {
+            blocks = server::grounding_blocks(raw, post);
+            raw = server::grounding_markdown(blocks, grounding.drop, figures);
+          }
           if (figures) raw = write_page_figures(raw, img, outdir, pj.file, pj.figures);
           else remove_page_figures(outdir, pj.file);
-          io::write_file_atomic((fs::path(outdir) / pj.file).string(), page_file_text(pj, raw, format, post));
+          io::write_file_atomic((fs::path(outdir) / pj.file).string(),
+                                page_file_text(pj, raw, format, grounding.on ? nullptr : &post));
           if (grounding.on) {  // the blocks, with boxes in pixels of the rendered page
-            const auto blocks = server::parse_grounding(runtime::postprocess(pj.out.text, post));
             const json j = {{"page", pj.page},
                             {"width", img.width},
                             {"height", img.height},

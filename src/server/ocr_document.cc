@@ -308,11 +308,10 @@ int64_t OcrResults::completion_tokens() const {
 namespace {
 
 // A page's text as it is returned: post-processed; in grounding mode the Markdown of its blocks
-// (without the dropped labels), the blocks into `blocks` when given.
+// (without the dropped labels), each block's text post-processed, the blocks into `blocks` when given.
 std::string page_text(const OcrJob& job, const std::string& raw, int width, int height, json* blocks) {
-  std::string text = runtime::postprocess(raw, job.opts.post);
-  if (!job.opts.grounding) return text;
-  const std::vector<GroundingBlock> b = parse_grounding(text);
+  if (!job.opts.grounding) return runtime::postprocess(raw, job.opts.post);
+  const std::vector<GroundingBlock> b = grounding_blocks(raw, job.opts.post);
   if (blocks) *blocks = grounding_json(b, width, height, job.opts.drop_labels);
   return grounding_markdown(b, job.opts.drop_labels, job.opts.figure_markers);
 }

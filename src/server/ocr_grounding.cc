@@ -101,6 +101,12 @@ std::vector<GroundingBlock> parse_grounding(const std::string& text) {
   return out;
 }
 
+std::vector<GroundingBlock> grounding_blocks(const std::string& raw, const runtime::PostprocessOptions& post) {
+  std::vector<GroundingBlock> blocks = parse_grounding(raw);
+  for (GroundingBlock& b : blocks) b.text = runtime::postprocess(b.text, post);
+  return blocks;
+}
+
 const std::set<std::string>& header_footer_labels() {
   static const std::set<std::string> labels = {"header",      "footer",      "page_number",  "footnote",    "page_header",
                                                "page_footer", "page_footnote", "header_image", "footer_image"};

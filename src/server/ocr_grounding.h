@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/postprocess.h"
+
 namespace locr::server {
 
 struct GroundingBlock {
@@ -26,6 +28,10 @@ struct GroundingBlock {
 };
 
 std::vector<GroundingBlock> parse_grounding(const std::string& text);
+// The model's raw grounding output as blocks whose texts are post-processed: the markers are the
+// model's syntax and are read before post-processing touches the text (plain text would turn a
+// marker into its label). What /v1/ocr and `locr ocr` both make a grounding page from.
+std::vector<GroundingBlock> grounding_blocks(const std::string& raw, const runtime::PostprocessOptions& post);
 
 // The labels dropped by drop_headers_footers: page furniture (LightOn's client drops the same set,
 // footnotes included, for its olmOCR-bench numbers).

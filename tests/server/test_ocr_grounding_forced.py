@@ -137,3 +137,28 @@ def test_an_async_grounding_job_answers_the_same_blocks(srv):
             assert page["blocks"] == want["blocks"] and page["text"] == NO_FURNITURE
         else:
             assert page["markdown"] == want["markdown"] and page["images"] == want["images"] and want["images"]
+
+
+def test_plain_text_output_keeps_the_blocks_and_matches_locr_ocr(srv, tmp_path, model3, forced_file):
+    """Post-processing applies to each block's text after the markers are read: plain text output
+    (`output: "text"`, `locr ocr --format txt`) keeps every block and box (plain text would turn a
+    marker into its label), and `locr ocr` writes the page the server answers."""
+    r = srv.post("/v1/ocr", {"document": doc(), "mode": "grounding", "output": "text"})
+    assert r.status_code == 200, r.text
+    page = r.json()["pages"][0]
+    assert [(b["label"], b["bbox"]) for b in page["blocks"]] == [(label.rstrip("+"), list(box)) for label, box, _ in BLOCKS]
+    title = page["blocks"][1]["text"]
+    assert title == "Revenue"  # the heading mark is gone: post-processed
+    assert "![" not in page["text"] and "# Revenue" not in page["text"] and "Revenue grew in every" in page["text"]
+    src = tmp_path / "report.png"
+    src.write_bytes(PNG)
+    out = tmp_path / "out"
+    p = subprocess.run([locr_bin(), "ocr", str(src), "-o", str(out), "--model", str(model3), "--threads", "1",
+                        "--max-model-len", "2048", "--debug-forced-output", "@" + str(forced_file), "--mode", "grounding",
+                        "--format", "txt", "--no-figures"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    files = sorted((out / "report").glob("page-0001.*"))
+    text_file = [f for f in files if f.suffix in (".txt", ".md")][0]
+    assert text_file.read_text() == page["text"] + "\n"
+    blocks = json.loads((out / "report" / "page-0001.blocks.json").read_text())
+    assert [b["text"] for b in blocks["blocks"]] == [b["text"] for b in page["blocks"]]
