@@ -228,18 +228,23 @@ TEST_P(QuantQ4_KIsa, GemvMatchesTheDequantizedReference) {
 // 2 x 3, 4 x 2 and 8 x 1 on AVX-512, single-row remainders, 16-row blocks over the thread pool,
 // 64-row activation chunks): every element the same bits as that row alone on the generic path.
 TEST_P(QuantQ4_KIsa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
-  const int64_t rows = 37, cols = 256 * 3;
-  const auto w = random_q4_k(rows, cols, 21);
-  for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
-    const std::vector<float> x = normal_floats(static_cast<size_t>(m * cols), 9 + static_cast<uint32_t>(m));
-    std::vector<float> y(m * rows, -1.0f);
-    gemm_q4_K(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
-    for (int64_t i = 0; i < m; ++i) {
-      std::vector<float> yi(rows);
-      gemv_q4_K(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
-      ASSERT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "m " << m << ", activation row " << i;
+  const int64_t cols = 256 * 3;
+  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h)
+  for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
+    const auto w = random_q4_k(rows, cols, 21 + static_cast<uint32_t>(rows));
+    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
+      const std::vector<float> x = normal_floats(static_cast<size_t>(m * cols), 9 + static_cast<uint32_t>(m));
+      std::vector<float> y(m * rows, -1.0f);
+      gemm_q4_K(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<float> yi(rows);
+        gemv_q4_K(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
+        ASSERT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "rows " << rows << ", m " << m << ", activation row " << i;
+      }
     }
   }
+  const int64_t rows = 37;
+  const auto w = random_q4_k(rows, cols, 21);
   std::vector<float> x(cols + 1), y(rows);
   EXPECT_THROW(gemm_q4_K(GetParam(), w.data(), rows, cols + 1, x.data(), 1, y.data()), locr::Error);
 }

@@ -141,21 +141,26 @@ TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
 // thread pool, 64-row activation chunks): every element the same bits as one row alone on the
 // generic path.
 TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
-  const int64_t rows = 37, cols = 32 * 9;
-  const auto w = random_q8_0(rows, cols, 21);
-  for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
-    std::mt19937 rng(9 + static_cast<uint32_t>(m));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(m * cols);
-    for (float& v : x) v = normal(rng);
-    std::vector<float> y(m * rows, -1.0f);
-    gemm_q8_0(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
-    for (int64_t i = 0; i < m; ++i) {
-      std::vector<float> yi(rows);
-      gemv_q8_0(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
-      ASSERT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "m " << m << ", activation row " << i;
+  const int64_t cols = 32 * 9;
+  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h)
+  for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
+    const auto w = random_q8_0(rows, cols, 21 + static_cast<uint32_t>(rows));
+    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
+      std::mt19937 rng(9 + static_cast<uint32_t>(m));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> x(m * cols);
+      for (float& v : x) v = normal(rng);
+      std::vector<float> y(m * rows, -1.0f);
+      gemm_q8_0(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<float> yi(rows);
+        gemv_q8_0(CpuIsa::kGeneric, w.data(), rows, cols, x.data() + i * cols, yi.data());
+        ASSERT_EQ(std::memcmp(y.data() + i * rows, yi.data(), rows * 4), 0) << "rows " << rows << ", m " << m << ", activation row " << i;
+      }
     }
   }
+  const int64_t rows = 37;
+  const auto w = random_q8_0(rows, cols, 21);
   std::vector<float> x(cols + 1), y(rows);
   EXPECT_THROW(gemm_q8_0(GetParam(), w.data(), rows, cols + 1, x.data(), 1, y.data()), locr::Error);
 }

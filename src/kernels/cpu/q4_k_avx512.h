@@ -23,7 +23,9 @@ namespace locr::kernels::cpu {
 // NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
 template <int NR, int MX>
 static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
-                                 int64_t n_blocks, float* c, int64_t ldc) {
+                                 int64_t n_blocks, float* c, int64_t ldc,
+                                 const uint8_t* w_end) {
+  WeightStream stream(w + NR * w_stride, w_end, NR * kQ4KBlockBytes);
   constexpr int N = NR * MX, G = (N + 7) / 8;
   __m256 acc[G];
   LOCR_QZ_UNROLL for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
@@ -34,6 +36,7 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   // int16 lanes 0..15 take scale 2g, lanes 16..31 scale 2g + 1.
   LOCR_QZ_UNROLL for (int g = 0; g < 4; ++g) sidx[g] = qz_word_index(2 * g, 16);
   for (int64_t b = 0; b < n_blocks; ++b) {
+    if (w_end) stream.block();
     const uint8_t* xb[MX];
     __m128i bs2[MX];
     LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) {
@@ -83,15 +86,15 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   qz_store_pairs<NR, MX>(acc, c, ldc);
 }
 
-// The kernel_table.h gemm_q4_k entry (tiles: walk_k_quant_tiles_zmm). One activation row (the GEMV)
-// goes to the 256-bit kernel (q4_k_simd.h), faster there (Q6_K's 512-bit GEMV is not slower).
+// The kernel_table.h gemm_q4_k entry (tiles: walk_k_quant_tiles_zmm, which prefetches a GEMV's weight
+// stream). With the prefetch the GEMV is faster here than on 256 bits (one Zen 5 thread, from DRAM:
+// 25-28 against 19-21 GB/s; Q6_K 31-33 against 27-29).
 static void q4_k_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                           int64_t n_blocks, float* c, int64_t ldc) {
-  if (m == 1) return q4_k_gemm_simd(w, w_stride, n, x, x_stride, m, n_blocks, c, ldc);
   walk_k_quant_tiles_zmm(w, w_stride, n, x, x_stride, m, c, ldc,
-                         [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
+                         [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct, const uint8_t* w_end) {
                            q4_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride,
-                                                                                   n_blocks, ct, ldc);
+                                                                                   n_blocks, ct, ldc, w_end);
                          });
 }
 

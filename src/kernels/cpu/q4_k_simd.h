@@ -60,7 +60,9 @@ static inline float q4_k_f16c(const uint8_t* p) {
 // NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
 template <int NR, int MX>
 static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
-                             int64_t n_blocks, float* c, int64_t ldc) {
+                             int64_t n_blocks, float* c, int64_t ldc,
+                             const uint8_t* w_end = nullptr) {
+  WeightStream stream(w + NR * w_stride, w_end, NR * kQ4KBlockBytes);
   float acc[NR][MX];
   LOCR_Q4K_UNROLL for (int r = 0; r < NR; ++r)
     LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) acc[r][i] = 0.0f;
@@ -68,6 +70,7 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
   __m256i bc[8];
   LOCR_Q4K_UNROLL for (int k = 0; k < 8; ++k) bc[k] = q4_k_bcast16(k);
   for (int64_t b = 0; b < n_blocks; ++b) {
+    if (w_end) stream.block();
     const uint8_t* xb[MX];
     __m128i bs2[MX];
     float dx[MX];
@@ -114,8 +117,8 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
 [[maybe_unused]] static void q4_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
                            int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
   walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
-                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
-                     q4_k_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc);
+                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct, const uint8_t* w_end) {
+                     q4_k_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc, w_end);
                    });
 }
 

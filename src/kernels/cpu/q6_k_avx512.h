@@ -25,7 +25,9 @@ namespace locr::kernels::cpu {
 // NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
 template <int NR, int MX>
 static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
-                                 int64_t n_blocks, float* c, int64_t ldc) {
+                                 int64_t n_blocks, float* c, int64_t ldc,
+                                 const uint8_t* w_end) {
+  WeightStream stream(w + NR * w_stride, w_end, NR * kQ6KBlockBytes);
   constexpr int N = NR * MX, G = (N + 7) / 8;
   __m256 acc[G];
   LOCR_QZ_UNROLL for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
@@ -38,6 +40,7 @@ static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   // Half h, quadrants 0 | 1 (k = 2h) or 2 | 3 (k = 2h + 1): scale 4k + t / 8 for int16 lane t.
   LOCR_QZ_UNROLL for (int k = 0; k < 4; ++k) sidx[k] = qz_word_index(4 * k, 8);
   for (int64_t b = 0; b < n_blocks; ++b) {
+    if (w_end) stream.block();
     const uint8_t* xb[MX];
     __m512i bs[MX];
     LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) {
@@ -81,13 +84,14 @@ static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   qz_store_pairs<NR, MX>(acc, c, ldc);
 }
 
-// The kernel_table.h gemm_q6_k entry (tiles: walk_k_quant_tiles_zmm).
+// The kernel_table.h gemm_q6_k entry (tiles: walk_k_quant_tiles_zmm, which prefetches a GEMV's weight
+// stream).
 static void q6_k_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                           int64_t n_blocks, float* c, int64_t ldc) {
   walk_k_quant_tiles_zmm(w, w_stride, n, x, x_stride, m, c, ldc,
-                         [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
+                         [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct, const uint8_t* w_end) {
                            q6_k_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride,
-                                                                                   n_blocks, ct, ldc);
+                                                                                   n_blocks, ct, ldc, w_end);
                          });
 }
 

@@ -66,11 +66,14 @@ static inline __m256i q8_0_load(const uint8_t* block) {
 
 template <int NR, int MX>
 static inline void q8_0_tile(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
-                             int64_t n_blocks, float* c, int64_t ldc) {
+                             int64_t n_blocks, float* c, int64_t ldc,
+                             const uint8_t* w_end = nullptr) {
+  WeightStream stream(w + NR * w_stride, w_end, NR * kQ8BlockBytes);
   __m256 acc[NR][MX];
   LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r)
     LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) acc[r][i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
+    if (w_end) stream.block();
     const int64_t off = b * kQ8BlockBytes;
     __m256i xv[MX];
     float dx[MX];
@@ -95,8 +98,8 @@ static inline void q8_0_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
 [[maybe_unused]] static void q8_0_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
                            int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
   walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
-                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct) {
-                     q8_0_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc);
+                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct, const uint8_t* w_end) {
+                     q8_0_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc, w_end);
                    });
 }
 

@@ -1,7 +1,8 @@
 // The threaded driver the quantized GEMMs share (quant_q8_0.cc, quant_q4_k.cc): the activation rows
 // quantized once into a per-thread buffer (in parallel when there are several), then tiles of 16
 // weight rows (a few tens of KB, cache-resident while up to 64 activation rows, themselves
-// L2-sized, stream past them) spread over the thread pool. Each output element is written by one
+// L2-sized, stream past them) spread over the thread pool; with at most 64 activation rows, each
+// thread's chunk of rows in one call (the weights are read once: one run for the tile's prefetch). Each output element is written by one
 // tile call, so the result does not depend on the thread count or the tiling.
 #pragma once
 
@@ -34,6 +35,11 @@ void quantized_gemm(const uint8_t* w, int64_t rows, int64_t w_row, const float* 
   }
   constexpr int64_t kRows = 16, kActRows = 64;
   pool.parallel_for((rows + kRows - 1) / kRows, 1, [&](int64_t b, int64_t e, int) {
+    if (m <= kActRows) {  // one pass over the chunk's rows: a GEMV's weights stream as one run
+      const int64_t r0 = b * kRows;
+      tile(w + r0 * w_row, std::min(e * kRows, rows) - r0, xb, m, y + r0);
+      return;
+    }
     for (int64_t blk = b; blk < e; ++blk) {
       const int64_t r0 = blk * kRows, nr = std::min(kRows, rows - r0);
       for (int64_t i0 = 0; i0 < m; i0 += kActRows)
