@@ -93,10 +93,11 @@ TEST_P(LayersGolden, DecoderAndVisionMatchTransformers) {
   dec.embed(id32.data(), T, x.data<float>());
   // Text rows of hidden.0 must equal the embedding table rows exactly.
   const Tensor h0 = ref->get("hidden.0").to_f32();
-  for (int64_t t = 0; t < T; ++t)
-    if (id32[t] != cfg.image_token_id)
-      for (int64_t d = 0; d < H; ++d)
-        ASSERT_EQ(x.data<float>()[t * H + d], h0.data<float>()[t * H + d]) << "embedding row " << t;
+  for (int64_t t = 0; t < T; ++t) {
+    if (id32[t] == cfg.image_token_id) continue;
+    for (int64_t d = 0; d < H; ++d)
+      ASSERT_EQ(x.data<float>()[t * H + d], h0.data<float>()[t * H + d]) << "embedding row " << t;
+  }
   std::memcpy(x.data<float>(), h0.data<float>(), T * H * sizeof(float));
   KvCache cache(cfg.text, T + 1);
   int seen = 0;

@@ -22,7 +22,9 @@ TEST(Devices, CudaAnswersAgreeWithTheBuildAndTheMachine) {
   EXPECT_TRUE(built_with_cuda());
   std::string cuda_why;
   EXPECT_EQ(usable, cuda::available(&cuda_why));
-  if (!usable) EXPECT_EQ(why, cuda_why);
+  if (!usable) {
+    EXPECT_EQ(why, cuda_why);
+  }
 #else
   EXPECT_FALSE(built_with_cuda());
   EXPECT_FALSE(usable);

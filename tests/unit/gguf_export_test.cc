@@ -67,7 +67,9 @@ void expect_same_gguf(const std::string& got_path, const std::string& want_path)
   for (const auto& [k, t] : want->types()) {
     ASSERT_TRUE(got->has(k)) << "missing key " << k;
     EXPECT_EQ(got->types().at(k), t) << k;
-    if (want->array_types().count(k)) EXPECT_EQ(got->array_types().at(k), want->array_types().at(k)) << k;
+    if (want->array_types().count(k)) {
+      EXPECT_EQ(got->array_types().at(k), want->array_types().at(k)) << k;
+    }
     EXPECT_TRUE(got->metadata()[k] == want->metadata()[k]) << k << ": " << got->metadata()[k].dump().substr(0, 200)
                                                            << " vs " << want->metadata()[k].dump().substr(0, 200);
   }
@@ -110,8 +112,11 @@ TEST(GgufExport, Q8_0EqualsLlamaCppsConverter) {
       for (size_t k = j; k < j + 32; ++k) ASSERT_LE(std::fabs(a[k] - b[k]), amax / 127 * 0.6f + 1e-6f) << w.name;
     }
   }
-  for (const auto& kv : ref->metadata().items())
-    if (kv.key() != "general.file_type") EXPECT_TRUE(mm->metadata()[kv.key()] == kv.value()) << kv.key();
+  for (const auto& kv : ref->metadata().items()) {
+    if (kv.key() != "general.file_type") {
+      EXPECT_TRUE(mm->metadata()[kv.key()] == kv.value()) << kv.key();
+    }
+  }
   EXPECT_EQ(mm->metadata()["general.file_type"], 7);
 }
 

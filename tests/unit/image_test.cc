@@ -184,8 +184,9 @@ TEST_P(ImageDecode, SurvivesTruncationAndCorruption) {
       EXPECT_EQ(o.height, full.height) << what;
     } else {
       ++truncated_errors;
-      if (detect_image_format(prefix) != ImageFormat::kUnknown)
+      if (detect_image_format(prefix) != ImageFormat::kUnknown) {
         EXPECT_NE(o.message.find(format), std::string::npos) << what << ": " << o.message;
+      }
     }
   }
   EXPECT_GT(truncated_errors, 0) << "no truncation of " << GetParam() << " was refused";

@@ -62,7 +62,9 @@ TEST(KvPoolFp8, StoreScalesEachHeadOfEachTokenByItsOwnMaximum) {
           // Round to nearest: half a step, 2^-4 relative in the normal range, 2^-10 * s below it.
           const double tol = std::max(std::fabs(x[d]) * 0.0625, s * std::ldexp(1.0, -10)) * (1 + 1e-6);
           ASSERT_LE(std::fabs(got - x[d]), tol) << "d " << d << ": " << x[d] << " -> " << got;
-          if (std::fabs(x[d]) == amax) EXPECT_NEAR(got, x[d], 1e-6 * amax);  // the maximum maps to 448
+          if (std::fabs(x[d]) == amax) {
+            EXPECT_NEAR(got, x[d], 1e-6 * amax);  // the maximum maps to 448
+          }
         }
       }
     }
