@@ -70,14 +70,20 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
   const int end = std::min(cfg_.num_hidden_layers, s.next_layer + n_layers);
   if (s.next_layer >= end) return;
   const kernels::View x = view_of(ops_, s.x);
+  // The MLP over chunks of about kMlpChunkRows patches (equal sizes: no small last chunk): its
+  // [gate | up] rows, 2 x intermediate_size floats per patch, would be the encoder's largest buffer
+  // (281 MiB for an A4 page). Rows are independent and every backend's matmul gives a row the same
+  // bits whatever the number of rows, so the chunking changes no number (vision_mlp_chunks_test).
+  // With taps one chunk (the "mlp_act" tap holds every row).
+  const int64_t mlp_chunks = taps ? 1 : std::max<int64_t>(1, (N + kMlpChunkRows - 1) / kMlpChunkRows);
+  const int64_t mlp_rows = (N + mlp_chunks - 1) / mlp_chunks;
   Tensor h_buf = backend_tensor(ops_, N, V), qkv_buf = backend_tensor(ops_, N, 3 * A);
-  Tensor attn_buf = backend_tensor(ops_, N, A), gate_up_buf = backend_tensor(ops_, N, 2 * I);
+  Tensor attn_buf = backend_tensor(ops_, N, A), gate_up_buf = backend_tensor(ops_, mlp_rows, 2 * I);
   const kernels::View h = view_of(ops_, h_buf);                  // normed input, then projections
   const kernels::View qkv = view_of(ops_, qkv_buf);              // [q | k | v] of each patch
   const kernels::View q = qkv.cols_range(0, A), k = qkv.cols_range(A, A), v = qkv.cols_range(2 * A, A);
   const kernels::View attn = view_of(ops_, attn_buf);
-  const kernels::View gate_up = view_of(ops_, gate_up_buf);      // [gate | up] of each patch
-  const kernels::View gate = gate_up.cols_range(0, I), up = gate_up.cols_range(I, I);
+  const kernels::View gate_up_all = view_of(ops_, gate_up_buf);  // [gate | up] of a chunk's patches
   const kernels::View cos = view_of(ops_, s.cos), sin = view_of(ops_, s.sin);
   auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
 
@@ -111,10 +117,16 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
 
     ops_.rms_norm(x, L.ffn_norm, cfg_.norm_eps, h);
     emit(l, "ffn_norm", h);
-    ops_.matmul(h, L.gate_up, gate_up);
-    ops_.silu_mul(gate, up, gate);  // in place: the activation in the gate half
-    emit(l, "mlp_act", gate);
-    ops_.matmul(gate, L.down_proj, h);
+    for (int64_t r0 = 0; r0 < N; r0 += mlp_rows) {
+      // h's rows r0.. are read, then overwritten by the chunk's output; later rows are untouched.
+      const int64_t c = std::min(mlp_rows, N - r0);
+      const kernels::View gate_up = gate_up_all.rows_range(0, c);
+      const kernels::View gate = gate_up.cols_range(0, I), up = gate_up.cols_range(I, I);
+      ops_.matmul(h.rows_range(r0, c), L.gate_up, gate_up);
+      ops_.silu_mul(gate, up, gate);  // in place: the activation in the gate half
+      if (mlp_chunks == 1) emit(l, "mlp_act", gate);
+      ops_.matmul(gate, L.down_proj, h.rows_range(r0, c));
+    }
     emit(l, "mlp_out", h);
     ops_.add(x, h);
     emit(l, "out", x);

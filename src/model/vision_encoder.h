@@ -39,6 +39,11 @@ struct VisionState {
 
 class VisionEncoder {
  public:
+  // The MLP runs over chunks of about this many patches (equal chunks, none smaller than half of
+  // it): its [gate | up] rows would otherwise be the encoder's largest buffer. model/memory_sizing
+  // counts it.
+  static constexpr int64_t kMlpChunkRows = 2048;
+
   VisionEncoder(const VisionConfig& cfg, const VisionWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
   // The only implementation of the encoder, on every backend. patches: host [sum n_patches, 3*p*p]
   // for the images in `grids`, in order. Returns [sum n_patches, hidden] in backend memory.
