@@ -72,9 +72,10 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
   const kernels::View x = view_of(ops_, s.x);
   // The MLP over chunks of about kMlpChunkRows patches (equal sizes: no small last chunk): its
   // [gate | up] rows, 2 x intermediate_size floats per patch, would be the encoder's largest buffer
-  // (281 MiB for an A4 page). Rows are independent and every backend's matmul gives a row the same
-  // bits whatever the number of rows, so the chunking changes no number (vision_mlp_chunks_test).
-  // With taps one chunk (the "mlp_act" tap holds every row).
+  // (281 MiB for an A4 page). Rows are independent and the CPU backends' matmuls give a row the
+  // same bits whatever the number of rows, so there the chunking changes no number
+  // (vision_mlp_chunks_test); on cuda cuBLASLt may choose another algorithm for another row count
+  // (within the op table's tolerance). With taps one chunk (the "mlp_act" tap holds every row).
   const int64_t mlp_chunks = taps ? 1 : std::max<int64_t>(1, (N + kMlpChunkRows - 1) / kMlpChunkRows);
   const int64_t mlp_rows = (N + mlp_chunks - 1) / mlp_chunks;
   Tensor h_buf = backend_tensor(ops_, N, V), qkv_buf = backend_tensor(ops_, N, 3 * A);

@@ -2,8 +2,9 @@
 // quantized once into a per-thread buffer (in parallel when there are several), then tiles of 16
 // weight rows (a few tens of KB, cache-resident while up to 64 activation rows, themselves
 // L2-sized, stream past them) spread over the thread pool; with at most 64 activation rows, each
-// thread's chunk of rows in one call (the weights are read once: one run for the tile's prefetch). Each output element is written by one
-// tile call, so the result does not depend on the thread count or the tiling.
+// thread's chunk of rows in one call (the weights are read once: one run for the tile's prefetch).
+// Each output element is written by one tile call, so the result does not depend on the thread
+// count or the tiling.
 #pragma once
 
 #include <algorithm>
