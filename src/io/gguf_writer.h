@@ -75,7 +75,6 @@ class GgufWriter {
   std::vector<std::string> keys_;
   std::vector<Tensor> tensors_;
   uint64_t alignment_ = 32;
-  uint64_t data_size_ = 0;  // sum of the padded tensor sizes
 
   void begin_kv(const std::string& key, GgufValueType type);
 };

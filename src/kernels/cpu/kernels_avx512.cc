@@ -3,9 +3,11 @@
 // summed into f32 lanes) used by the "cpu-bf16" backend.
 //
 // Every function here may execute AVX-512 instructions: callers must have checked the CPU first
-// (cpu_features.cc), including the table getters themselves.
+// (cpu_ops.cc), including the table getters themselves.
 // GCC 12 warns about _mm512_undefined_* inside its own intrinsic headers (false positive).
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define LOCR_CPU_NS avx512
 #define LOCR_CPU_MR 14

@@ -5,7 +5,9 @@
 // Every function here may execute AVX512_VNNI instructions: callers must have checked the CPU first
 // (cpu_ops.cc), including the table getter itself.
 // GCC 12 warns about _mm512_undefined_* inside its own intrinsic headers (false positive).
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_avx512.h"
