@@ -36,7 +36,7 @@ static inline void q4_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   // int16 lanes 0..15 take scale 2g, lanes 16..31 scale 2g + 1.
   LOCR_QZ_UNROLL for (int g = 0; g < 4; ++g) sidx[g] = qz_word_index(2 * g, 16);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if (w_end) stream.block();
+    stream.block();
     const uint8_t* xb[MX];
     __m128i bs2[MX];
     LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) {

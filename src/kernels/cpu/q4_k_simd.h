@@ -70,7 +70,7 @@ static inline void q4_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
   __m256i bc[8];
   LOCR_Q4K_UNROLL for (int k = 0; k < 8; ++k) bc[k] = q4_k_bcast16(k);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if (w_end) stream.block();
+    stream.block();
     const uint8_t* xb[MX];
     __m128i bs2[MX];
     float dx[MX];

@@ -40,7 +40,7 @@ static inline void q6_k_tile_zmm(const uint8_t* w, int64_t w_stride, const uint8
   // Half h, quadrants 0 | 1 (k = 2h) or 2 | 3 (k = 2h + 1): scale 4k + t / 8 for int16 lane t.
   LOCR_QZ_UNROLL for (int k = 0; k < 4; ++k) sidx[k] = qz_word_index(4 * k, 8);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if (w_end) stream.block();
+    stream.block();
     const uint8_t* xb[MX];
     __m512i bs[MX];
     LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) {

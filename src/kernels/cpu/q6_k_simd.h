@@ -46,7 +46,7 @@ static inline void q6_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
   __m256i shuf[4];
   LOCR_Q4K_UNROLL for (int k = 0; k < 4; ++k) shuf[k] = q6_k_scale_shuffle(k);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if (w_end) stream.block();
+    stream.block();
     const uint8_t* xb[MX];
     __m256i bs[MX];
     float dx[MX];

@@ -73,7 +73,7 @@ static inline void q8_0_tile(const uint8_t* w, int64_t w_stride, const uint8_t* 
   LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r)
     LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) acc[r][i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if (w_end) stream.block();
+    stream.block();
     const int64_t off = b * kQ8BlockBytes;
     __m256i xv[MX];
     float dx[MX];

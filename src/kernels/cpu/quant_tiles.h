@@ -18,12 +18,14 @@ namespace locr::kernels::cpu {
 
 // The bytes [from, end) prefetched in order, `per_block` more each time block() is called: a tile of
 // NR rows and n_blocks blocks per row calls it once per block with per_block = NR * block bytes, so
-// the next tile is in cache when it starts. Only a hint: it changes no result.
+// the next tile is in cache when it starts. A null `end` (a GEMM tile) prefetches nothing. Only a
+// hint: it changes no result.
 class WeightStream {
  public:
   WeightStream(const uint8_t* from, const uint8_t* end, int64_t per_block)
       : line_(align_line(from)), target_(from), end_(end), per_block_(per_block) {}
   void block() {
+    if (!end_) return;
     target_ += per_block_;
     const uint8_t* to = target_ < end_ ? target_ : end_;
     for (; line_ < to; line_ += 64) __builtin_prefetch(line_, 0, 3);
