@@ -5,6 +5,7 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
+#include "kernels/devices.h"
 
 namespace {
 void usage() {
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
     if (cmd == "quantize") return locr::app::cmd_quantize(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);
+      std::printf("cuda: %s\n", locr::kernels::cuda_summary().c_str());
       return 0;
     }
   } catch (const locr::Error& e) {

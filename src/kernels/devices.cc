@@ -24,6 +24,17 @@ bool cuda_usable(std::string* why) {
 #endif
 }
 
+std::string cuda_summary() {
+#ifdef LOCR_HAVE_CUDA
+  std::string s = std::string("built for ") + cuda::built_archs() + "; ";
+  std::string why;
+  if (!cuda::available(&why)) return s + "not usable: " + why;
+  return s + "usable: " + cuda::device_name(0) + " (" + cuda::device_arch(0) + "), cuBLASLt " + cuda::cublaslt_path();
+#else
+  return "not built (rebuild with -DLOCR_CUDA=ON)";
+#endif
+}
+
 void check_backend_usable(const std::string& backend) {
   if (backend != "cuda") return;
   std::string why;

@@ -14,6 +14,10 @@ bool built_with_cuda();
 // device, ...). Never throws.
 bool cuda_usable(std::string* why = nullptr);
 
+// One line for `locr version`: the CUDA architectures this build carries and, when a device is
+// usable, its name, architecture and the cuBLASLt file opened; otherwise why not.
+std::string cuda_summary();
+
 // Throws Error(kUnsupported) naming the reason when `backend` is "cuda" and no CUDA device is usable
 // (or this build has no CUDA backend); does nothing for the CPU backends.
 void check_backend_usable(const std::string& backend);

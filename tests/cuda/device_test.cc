@@ -22,6 +22,15 @@ TEST(CudaDevice, AvailableExplainsItself) {
   EXPECT_LE(free_b, total_b);
 }
 
+// cuBLASLt is opened at run time; the toolkit this test was built with has it, GPU or not. On the
+// GPU bundle's machine it is the toolkit's or the nvidia-cublas wheel's (run.sh sets LOCR_CUBLASLT).
+TEST(CudaDevice, CublasLtIsOpenedAtRunTimeAndNamesItsFile) {
+  const std::string path = cublaslt_path();
+  ASSERT_FALSE(path.empty()) << "cuBLASLt could not be opened";
+  EXPECT_NE(path.find("libcublasLt.so.13"), std::string::npos) << path;
+  EXPECT_STRNE(built_archs(), "");
+}
+
 TEST(CudaDevice, CopiesAndMemset) {
   LOCR_CUDA_TEST_SKIP_IF_UNAVAILABLE();
   std::vector<int32_t> h(1000);

@@ -31,6 +31,10 @@ using Stream = CUstream_st*;  // == cudaStream_t
 int device_count();                         // 0 when there is no driver or no device (never throws)
 bool available(std::string* why = nullptr); // a device is usable; `why` says why not
 std::string device_name(int device = 0);
+std::string device_arch(int device = 0);  // "sm_90"
+// The cuBLASLt file this process opened (cublaslt_loader.h), or "" when none could be opened.
+std::string cublaslt_path();
+const char* built_archs();  // LOCR_CUDA_ARCHS of this build, e.g. "90"
 void set_device(int device);
 void mem_info(size_t* free_bytes, size_t* total_bytes);
 

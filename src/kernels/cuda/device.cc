@@ -1,6 +1,6 @@
 // Devices, memory, streams and CUDA graphs of the CUDA backend (cuda_api.h), on the CUDA runtime
 // API. Every failing call throws locr::Error(kInternal) naming the call and CUDA's error string;
-// device_count/available never throw (no driver or no device is an answer, not an error).
+// device_count/available never throw (no driver, no device or no cuBLASLt is an answer, not an error).
 // Not here: kernels (the *.cu files), GEMM (gemm.cc).
 #include <cuda_runtime.h>
 
@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cublaslt_loader.h"
 
 namespace locr::kernels::cuda {
 
@@ -62,6 +63,11 @@ bool available(std::string* why) {
              LOCR_CUDA_ARCHS_STR + "): " + cudaGetErrorString(img);
     return false;
   }
+  std::string lt_why;
+  if (!cublaslt(&lt_why)) {  // the GEMMs need it; the device alone is not enough
+    if (why) *why = lt_why;
+    return false;
+  }
   if (why) why->clear();
   return true;
 }
@@ -70,6 +76,14 @@ std::string device_name(int device) {
   cudaDeviceProp prop{};
   LOCR_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   return prop.name;
+}
+
+const char* built_archs() { return LOCR_CUDA_ARCHS_STR; }
+
+std::string device_arch(int device) {
+  cudaDeviceProp prop{};
+  LOCR_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
 }
 
 void set_device(int device) { LOCR_CUDA_CHECK(cudaSetDevice(device)); }

@@ -9,7 +9,6 @@
 // (gemm_fallback.cu). A Gemm is used by one thread at a time (the plan cache is unlocked); the
 // first run of a shape asks the heuristic on the host, so warm shapes up before graph capture.
 // Not here: quantised weights, epilogues (bias, activation) — the model does those in its own kernels.
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <map>
@@ -17,6 +16,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cublaslt_loader.h"
 
 namespace locr::kernels::cuda {
 
@@ -52,25 +52,27 @@ struct Plan {
 };
 
 struct Impl {
-  cublasLtHandle_t lt = nullptr;
+  cublasLtHandle_t handle = nullptr;
   std::map<Key, Plan> plans;
   ~Impl() {
+    const CublasLt& lt = *cublaslt();  // an Impl exists only once the library is open
     for (auto& [k, p] : plans) {
       if (!p.desc) continue;  // a fallback entry owns nothing
-      cublasLtMatrixLayoutDestroy(p.a);
-      cublasLtMatrixLayoutDestroy(p.b);
-      cublasLtMatrixLayoutDestroy(p.c);
-      cublasLtMatmulDescDestroy(p.desc);
+      lt.MatrixLayoutDestroy(p.a);
+      lt.MatrixLayoutDestroy(p.b);
+      lt.MatrixLayoutDestroy(p.c);
+      lt.MatmulDescDestroy(p.desc);
     }
-    if (lt) cublasLtDestroy(lt);
+    if (handle) lt.Destroy(handle);
   }
 };
 
 }  // namespace
 
 Gemm::Gemm(size_t workspace_bytes) : workspace_(workspace_bytes) {
+  const CublasLt& lt = cublaslt_or_fail();
   auto* impl = new Impl;
-  const cublasStatus_t st = cublasLtCreate(&impl->lt);
+  const cublasStatus_t st = lt.Create(&impl->handle);
   if (st != CUBLAS_STATUS_SUCCESS) {
     delete impl;
     check_lt(st, "cublasLtCreate");
@@ -93,42 +95,43 @@ void Gemm::run(const bf16* x, int64_t M, int64_t K, int64_t ldx, const bf16* w, 
     return;
   }
   auto* impl = static_cast<Impl*>(handle_);
+  const CublasLt& lt = *cublaslt();  // opened by the constructor
   const uint32_t al_x = alignment_of(x), al_w = alignment_of(w), al_y = alignment_of(y);
   const Key key{M, N, K, ldx, ldw, ldy, y_bf16, accumulate, al_x, al_w, al_y};
   auto it = impl->plans.find(key);
   if (it == impl->plans.end()) {
     Plan p;
-    LOCR_LT(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LOCR_LT(lt.MatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
-    LOCR_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof(opT)));
-    LOCR_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof(opN)));
+    LOCR_LT(lt.MatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof(opT)));
+    LOCR_LT(lt.MatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof(opN)));
     // A = W viewed column-major: K x N, leading dimension ldw (transposed by op_T).
-    LOCR_LT(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, ldw));
+    LOCR_LT(lt.MatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, ldw));
     // B = X viewed column-major: K x M, leading dimension ldx.
-    LOCR_LT(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, ldx));
+    LOCR_LT(lt.MatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, ldx));
     // C = D = Y viewed column-major: N x M, leading dimension ldy.
-    LOCR_LT(cublasLtMatrixLayoutCreate(&p.c, y_bf16 ? CUDA_R_16BF : CUDA_R_32F, N, M, ldy));
+    LOCR_LT(lt.MatrixLayoutCreate(&p.c, y_bf16 ? CUDA_R_16BF : CUDA_R_32F, N, M, ldy));
 
     cublasLtMatmulPreference_t pref = nullptr;
-    LOCR_LT(cublasLtMatmulPreferenceCreate(&pref));
+    LOCR_LT(lt.MatmulPreferenceCreate(&pref));
     const uint64_t ws = workspace_.bytes();
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_w, sizeof(al_w));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_x, sizeof(al_x));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_y, sizeof(al_y));
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_y, sizeof(al_y));
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_w, sizeof(al_w));
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_x, sizeof(al_x));
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_y, sizeof(al_y));
+    lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_y, sizeof(al_y));
     cublasLtMatmulHeuristicResult_t res{};
     int found = 0;
     const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(impl->lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+        lt.MatmulAlgoGetHeuristic(impl->handle, p.desc, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
+    lt.MatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
       // No cuBLASLt algorithm for this shape/stride/alignment: remember that and use the plain
       // kernel (gemm_fallback.cu), which handles any strides.
-      cublasLtMatrixLayoutDestroy(p.a);
-      cublasLtMatrixLayoutDestroy(p.b);
-      cublasLtMatrixLayoutDestroy(p.c);
-      cublasLtMatmulDescDestroy(p.desc);
+      lt.MatrixLayoutDestroy(p.a);
+      lt.MatrixLayoutDestroy(p.b);
+      lt.MatrixLayoutDestroy(p.c);
+      lt.MatmulDescDestroy(p.desc);
       p = Plan{};
     } else {
       p.algo = res.algo;
@@ -142,7 +145,7 @@ void Gemm::run(const bf16* x, int64_t M, int64_t K, int64_t ldx, const bf16* w, 
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  LOCR_LT(cublasLtMatmul(impl->lt, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
+  LOCR_LT(lt.Matmul(impl->handle, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo,
                          workspace_.get(), p.workspace, s));
 }
 
