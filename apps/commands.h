@@ -14,5 +14,6 @@ int cmd_pull(int argc, char** argv);
 int cmd_perf(int argc, char** argv);
 int cmd_ocr(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_parity(int argc, char** argv);
 
 }  // namespace locr::app
