@@ -284,7 +284,9 @@ void Engine::run_vision(Seq& s, int64_t budget) {
       if (s.tokens[t] == model_.config().image_token_id) s.image_index[t] = next++;
     LOCR_CHECK(next == s.image_embeds->rows(), "image tokens ", next, " != features ", s.image_embeds->rows());
   }
-  s.times.vision_s += secs(t0, Clock::now());
+  const double vision_s = secs(t0, Clock::now());
+  s.times.vision_s += vision_s;
+  metrics_.busy_vision_s.fetch_add(vision_s);
   if (s.vision_done) metrics_.vision_seconds.observe(s.times.vision_s);
 }
 
@@ -498,7 +500,9 @@ bool Engine::step() {
   if (opts_.debug_fail_step > 0 && ++n_steps_ == opts_.debug_fail_step)
     throw std::runtime_error("injected fault (--debug-fail-step " + std::to_string(opts_.debug_fail_step) + ")");
   model::StepOutput out;
+  const auto t_step = Clock::now();
   exec_->step(steps, &out);
+  const double step_s = secs(t_step, Clock::now());
   // Tokens of this step as vLLM counts them: prompt tokens computed plus tokens generated (a
   // decode row feeds back a token already counted when it was generated).
   int64_t step_tokens = 0;
@@ -509,6 +513,9 @@ bool Engine::step() {
     if (sample_seqs[k]) ++step_tokens;
   }
   metrics_.iteration_tokens.observe(static_cast<double>(step_tokens));
+  bool prompt_rows = false;
+  for (const auto& sc : sched) prompt_rows |= sc.s->n_computed < static_cast<int64_t>(sc.s->n_prompt);
+  (prompt_rows ? metrics_.busy_prefill_s : metrics_.busy_decode_s).fetch_add(step_s);
   for (const auto& sc : sched) {
     sc.s->n_computed += sc.n;
     publish_blocks(*sc.s);

@@ -179,6 +179,12 @@ std::string EngineMetrics::render(const std::string& model_name) const {
   max_tokens_param.render(o, "vllm:request_params_max_tokens", "The max_tokens a finished request ran with.", l);
   iteration_tokens.render(o, "vllm:iteration_tokens_total",
                           "Tokens of one engine step: prompt tokens computed plus tokens generated.", l);
+  prom_family(o, "locr:engine_busy_seconds_total", "counter",
+              "Engine-thread time by phase: vision (encoder + projector), prefill (steps with prompt rows), decode "
+              "(steps of decode rows only), in seconds.");
+  for (const auto& [phase, v] : {std::pair<const char*, double>{"vision", busy_vision_s.load()},
+                                 {"prefill", busy_prefill_s.load()}, {"decode", busy_decode_s.load()}})
+    o += "locr:engine_busy_seconds_total{" + l + ",phase=\"" + phase + "\"} " + prom_number(v) + "\n";
   counter("locr:images_total", "Images admitted (pages and pictures).", images.load());
   counter("locr:repetition_stops_total", "Requests stopped by the repetition-loop guard.", repetition_stops.load());
   vision_seconds.render(o, "locr:vision_encode_seconds", "Vision-encoder time of a request's images, in seconds.", l);

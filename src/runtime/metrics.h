@@ -57,6 +57,10 @@ struct EngineMetrics {
   Histogram prefill_time, decode_time, inference_time;
   Histogram max_tokens_param;   // the max_tokens each finished request ran with
   Histogram iteration_tokens;   // per engine step: prompt tokens computed + tokens generated
+  // Wall time of the engine thread in each kind of work: vision encoding, decoder steps that compute
+  // prompt rows (decode rows riding along included) and decoder steps of decode rows only. On a GPU
+  // a step ends when its tokens are back on the host, so this is also the device's time split.
+  std::atomic<double> busy_vision_s{0}, busy_prefill_s{0}, busy_decode_s{0};
   // vllm:cache_config_info labels (name, value), set once before the engine thread starts.
   std::vector<std::pair<std::string, std::string>> cache_config;
 

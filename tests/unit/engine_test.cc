@@ -493,6 +493,35 @@ TEST(Engine, MetricsRecordPhasesAndStepTokensAsVllm) {
   EXPECT_NE(m.find("vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"False\""),
             std::string::npos);
   EXPECT_NE(m.find(",num_gpu_blocks=\"" + std::to_string(engine.kv_blocks_total()) + "\""), std::string::npos);
+  // The engine's time split: text requests spend it in prefill and decode steps, none in vision.
+  const std::string busy = "locr:engine_busy_seconds_total{model_name=\"tiny\",phase=\"";
+  EXPECT_GT(sample(m, busy + "prefill\"}"), 0.0) << m;
+  EXPECT_GT(sample(m, busy + "decode\"}"), 0.0) << m;
+  EXPECT_EQ(sample(m, busy + "vision\"}"), 0.0) << m;
+  EXPECT_LE(sample(m, busy + "prefill\"}") + sample(m, busy + "decode\"}"),
+            sample(m, "vllm:request_inference_time_seconds_sum" + l));
+}
+
+TEST(Engine, MetricsSplitTheEngineTimeOfAPageIntoVisionPrefillAndDecode) {
+  Engine engine(tiny_model(), EngineOptions{});
+  const auto& m = tiny_model();
+  model::Prompt p = m.build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1),
+                                   {io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png")});
+  RequestInput img;
+  img.prompt_ids = p.ids;
+  img.images = p.images;
+  img.decode.max_tokens = 6;
+  img.decode.ignore_eos = true;
+  img.decode.sampling.temperature = 0;
+  EXPECT_EQ(collect(*engine.submit(img)).size(), 6u);
+  const std::string text = engine.metrics().render("tiny");
+  const std::string busy = "locr:engine_busy_seconds_total{model_name=\"tiny\",phase=\"";
+  const double vision = sample(text, busy + "vision\"}");
+  EXPECT_GT(vision, 0.0) << text;
+  EXPECT_GT(sample(text, busy + "prefill\"}"), 0.0) << text;
+  EXPECT_GT(sample(text, busy + "decode\"}"), 0.0) << text;
+  // One request encoded alone: the engine's vision time is that request's.
+  EXPECT_DOUBLE_EQ(vision, sample(text, "locr:vision_encode_seconds_sum{model_name=\"tiny\"}"));
 }
 
 }  // namespace
