@@ -1,5 +1,5 @@
 // The CUDA executor against the CPU FP32 executor on a tiny random model with head_dim 64 (the
-// head size the CUDA attention kernels take; the tests/fixtures tiny models use 16-32):
+// head size the CUDA attention kernels take; the tests/fixtures models tiny_a..tiny_d use 16-32):
 //   - prefill and teacher-forced decode logits, every hidden state and the image embeddings
 //     within BF16 tolerance (several sequences in one step, an image prompt);
 //   - greedy tokens of generate() and of the engine (several sequences, an image, chunked

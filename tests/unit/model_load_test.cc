@@ -52,7 +52,7 @@ TEST(ModelLoad, LoadsFixtureAndBuildsTheOcrPrompt) {
 TEST(ModelLoad, EveryFixtureModelLoads) {
   // The strict config and tensor checks accept every fixture (tied, stray lm_head, untied,
   // image_token_index, ...).
-  for (const char* name : {"tiny_a", "tiny_b", "tiny_c", "tiny_d"})
+  for (const char* name : {"tiny_a", "tiny_b", "tiny_c", "tiny_d", "tiny_e"})
     EXPECT_EQ(load_error(std::string(LOCR_FIXTURES_DIR) + "/models/" + name), "") << name;
 }
 

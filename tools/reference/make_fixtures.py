@@ -11,11 +11,12 @@ Outputs (relative to the repository root):
   tests/fixtures/models/<model>/cases/<case>.json + .safetensors
   tests/fixtures/models/MANIFEST.json
 
-Usage: python tools/reference/make_fixtures.py   (see tools/reference/README.md)
+Usage: python tools/reference/make_fixtures.py [--only MODEL ...]   (see tools/reference/README.md)
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import io
 import json
@@ -357,8 +358,9 @@ IMAGE_SPECS = {
 }
 
 
-def make_images() -> None:
-    IMAGES_DIR.mkdir(parents=True, exist_ok=True)
+def render_images() -> dict[str, bytes]:
+    """The synthetic input images, as file bytes by name."""
+    out = {}
     for name, (w, h, mode, seed) in IMAGE_SPECS.items():
         arr = _page_array(w, h, seed, dark_bg=(name == "photo.jpg"))
         if mode == "L":
@@ -377,7 +379,26 @@ def make_images() -> None:
         else:
             # no ancillary chunks / timestamps -> byte-identical across runs
             img.save(buf, format="PNG", optimize=False, compress_level=9)
-        (IMAGES_DIR / name).write_bytes(buf.getvalue())
+        out[name] = buf.getvalue()
+    return out
+
+
+def make_images() -> None:
+    IMAGES_DIR.mkdir(parents=True, exist_ok=True)
+    for name, data in render_images().items():
+        (IMAGES_DIR / name).write_bytes(data)
+
+
+def check_images() -> None:
+    """--only: the images are inputs already on disk and are not rewritten. Say if this environment
+    would have drawn different bytes (the new references are computed from the files on disk)."""
+    for name, data in render_images().items():
+        path = IMAGES_DIR / name
+        if not path.exists():
+            raise RuntimeError(f"{path} is missing: run the script without --only first")
+        if path.read_bytes() != data:
+            print(f"warning: {path.relative_to(REPO)} differs from what this environment draws; "
+                  "the references use the file on disk")
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,12 +460,34 @@ MODEL_SPECS = [
         "vision": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2),
         "seed": 1004,
     },
+    {
+        # The head sizes of the real LightOnOCR-2-1B (text 128, vision 64), the only ones the CUDA
+        # attention kernels take; hub-form config and BF16 weights like the real checkpoint. Text
+        # q width 2x128 = 2x hidden and kv width 1x128 = hidden, as in the real model (2048 / 1024).
+        "name": "tiny_e",
+        "desc": "real head sizes: text head_dim 128, vision head_dim 64; hub-form config, tied, BF16 single "
+        "file (reference = FP32 run on the upcast bf16 weights); text 128 wide 2q/1kv head_dim 128 x2 "
+        "layers; vision 128 wide 2 heads (head_dim 64) x2 layers",
+        "config_form": "hub",
+        "dtype": "bfloat16",
+        "shards": 1,
+        "tied": True,
+        "text": dict(hidden_size=128, intermediate_size=320, num_hidden_layers=2, num_attention_heads=2,
+                     num_key_value_heads=1, head_dim=128),
+        "vision": dict(hidden_size=128, intermediate_size=192, num_hidden_layers=2, num_attention_heads=2),
+        "seed": 1005,
+    },
 ]
 
 SMOKE_SYSTEM = "You are a concise assistant."
 SMOKE_USER = "用一句中文说明 TCP 和 UDP 的核心区别。"
 
 IMG = "tests/fixtures/images/"
+
+TINY_E_LONG_PROMPT = (  # 91 prompt tokens with the template
+    "Invoice number: 2024-0117. Date: 25/12/2018. Total amount due: $1,234.56 (including VAT).\n"
+    "Please convert this page to markdown."
+)
 
 # case: (name, description, system, prompt, images, align)
 CASES = {
@@ -486,6 +529,18 @@ CASES = {
         ("image_a28", "RGBA image only, align 28", None, None, [IMG + "rgba.png"], 28),
         ("system_image_text", "system + image + text, align 14; the 112x84 image is already a multiple "
          "of 28 (same-size resize)", SMOKE_SYSTEM, "What is the total?", [IMG + "exact.png"], 14),
+    ],
+    "tiny_e": [
+        ("text_only", "text only, no system, 91 prompt tokens (more than one 64-row query tile of the "
+         "CUDA prefill attention)", None, TINY_E_LONG_PROMPT, [], 14),
+        ("system_text", "system + Chinese user text (seeds' smoke test)", SMOKE_SYSTEM, SMOKE_USER, [], 14),
+        ("image_a14", "image only, 109x91 (not a multiple of the patch) -> 112x98 (align 14), 8x7 patches "
+         "(odd rows)", None, None, [IMG + "page_small.png"], 14),
+        ("image_text_a28", "RGBA image + text, align 28: 115x80 -> 140x84, 10x6 patches", None,
+         "Extract the table.", [IMG + "rgba.png"], 28),
+        ("two_images_text", "two images of different sizes + text (padded batch, block-diagonal vision "
+         "attention), align 14: 84x112 (6x8 patches) then 98x70 (7x5)", None, "Compare the two pages.",
+         [IMG + "page_portrait.png", IMG + "gray.png"], 14),
     ],
 }
 
@@ -958,18 +1013,38 @@ def build_model_dir(spec: dict, tok: Tokenizer, hf_tok, seed: int, mdir: Path):
     return ref
 
 
-def main() -> int:
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    names = [s["name"] for s in MODEL_SPECS]
+    ap.add_argument("--only", nargs="+", metavar="MODEL", choices=names,
+                    help="write only these models (their directories are replaced) and merge their entries "
+                    "into the existing MANIFEST.json; the other models' files and the images are left "
+                    f"untouched. One or more of: {', '.join(names)}")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     sanity_checks()
-    make_images()
+    if args.only:
+        check_images()
+    else:
+        make_images()
     tok = build_tokenizer()
     hf_tok = make_hf_tokenizer(tok)
     image_proc = make_image_processor()
     assert "TorchvisionBackend" in [c.__name__ for c in type(image_proc).__mro__], type(image_proc).__mro__
 
-    if MODELS_DIR.exists():
-        shutil.rmtree(MODELS_DIR)
-    MODELS_DIR.mkdir(parents=True)
+    specs = [s for s in MODEL_SPECS if not args.only or s["name"] in args.only]
+    old_manifest = None
+    if args.only:
+        # Only the named model directories are replaced (build_model_dir removes each first).
+        old_manifest = json.loads((MODELS_DIR / "MANIFEST.json").read_text(encoding="utf-8"))
+    else:
+        if MODELS_DIR.exists():
+            shutil.rmtree(MODELS_DIR)
+        MODELS_DIR.mkdir(parents=True)
 
     manifest = {
         "generator": "tools/reference/make_fixtures.py",
@@ -983,7 +1058,15 @@ def main() -> int:
         },
         "models": [],
     }
-    for spec in MODEL_SPECS:
+    if old_manifest is not None:
+        # One MANIFEST describes every model: the header must still be true for the kept ones.
+        for key in ("generator", "transformers_version", "torch_version", "min_greedy_margin_accepted",
+                    "tokenizer"):
+            if old_manifest.get(key) != manifest[key]:
+                raise RuntimeError(f"--only: MANIFEST.json has {key} = {old_manifest.get(key)!r}, this run "
+                                   f"{manifest[key]!r}; regenerate every model instead")
+        manifest = old_manifest
+    for spec in specs:
         name = spec["name"]
         mdir = MODELS_DIR / name
         for attempt in range(MAX_ATTEMPTS):
@@ -1016,7 +1099,7 @@ def main() -> int:
             check_processor_equivalence(hf_tok, image_proc)
 
         rewrite_config(mdir, spec["config_form"], spec["tied"])
-        manifest["models"].append({
+        entry = {
             "name": name,
             "description": spec["desc"],
             "seed": seed,
@@ -1027,7 +1110,11 @@ def main() -> int:
             "files": sorted(p.name for p in mdir.iterdir() if p.is_file()),
             "tensors": names,
             "cases": cases,
-        })
+        }
+        # replace the model's entry, or insert it in MODEL_SPECS order
+        order = [s["name"] for s in MODEL_SPECS]
+        models = [m for m in manifest["models"] if m["name"] != name] + [entry]
+        manifest["models"] = sorted(models, key=lambda m: order.index(m["name"]) if m["name"] in order else len(order))
 
     write_json(MODELS_DIR / "MANIFEST.json", manifest)
     total = sum(p.stat().st_size for d in (MODELS_DIR, IMAGES_DIR) for p in d.rglob("*") if p.is_file())
