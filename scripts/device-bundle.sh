@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # scripts/device-bundle.sh OUTDIR: a self-contained folder that proves and measures the CUDA path on
 # a GPU machine that has a driver and cuBLAS but none of our Debian libraries (docs/gpu.md):
-#   bin/       locr, locr_cuda_tests, locr_cuda_model_tests (stripped, RUNPATH $ORIGIN/../lib)
+#   bin/       locr, locr_cuda_tests, locr_cuda_model_tests, locr_unit_tests (the op table's cuda
+#              cases live there) (stripped, RUNPATH $ORIGIN/../lib)
 #   lib/       every shared library they need that is not glibc's, the NVIDIA driver's or CUDA's
 #              (RUNPATH $ORIGIN); lib/compat/ holds libstdc++/libgcc_s, used only where the host's
 #              are older than the build's
 #   fixtures/  the transformers fixture models the GPU takes (head sizes 64/128) and their images
 #   run.sh     the stages (scripts/device/run.sh)
 #   BUNDLE.txt what was built from where
+# and OUTDIR.tar.xz, the same folder packed (about 14 MiB): what travels to the GPU machine, whose
+# transfer (64 MiB) also carries the whole checkout.
 # It reuses a CUDA Release build in build/ (the one scripts/build.sh and CI make) when there is one,
 # building only the three targets; otherwise it configures one (LOCR_CUDA_ARCHS=90: sm_90 machine
 # code and compute_90 PTX). LOCR_BUNDLE_BUILD=DIR picks another build folder, LOCR_BUNDLE_FIXTURES=DIR
@@ -29,6 +32,7 @@ need() { command -v "$1" >/dev/null || { echo "device-bundle: '$1' is missing (b
 need patchelf
 need strip
 need ldd
+need xz
 
 cache_get() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt" 2>/dev/null | head -1; }
 if [ "$(cache_get LOCR_CUDA)" != "ON" ] || [ "$(cache_get CMAKE_BUILD_TYPE)" != "Release" ]; then
@@ -45,11 +49,11 @@ case ";$archs;" in
   *) echo "device-bundle: $BUILD is built for CUDA architectures '$archs'; the bundle needs 90 (sm_90 + compute_90 PTX):" \
           "reconfigure with -DLOCR_CUDA_ARCHS=90" >&2; exit 1 ;;
 esac
-cmake --build "$BUILD" --target locr locr_cuda_tests locr_cuda_model_tests -j "$(nproc)"
+cmake --build "$BUILD" --target locr locr_cuda_tests locr_cuda_model_tests locr_unit_tests -j "$(nproc)"
 
 rm -rf "$OUTDIR"
 mkdir -p "$OUTDIR/bin" "$OUTDIR/lib/compat" "$OUTDIR/fixtures/models" "$OUTDIR/fixtures/images"
-BINS=(locr locr_cuda_tests locr_cuda_model_tests)
+BINS=(locr locr_cuda_tests locr_cuda_model_tests locr_unit_tests)
 for b in "${BINS[@]}"; do
   install -m 755 "$BUILD/bin/$b" "$OUTDIR/bin/$b"
   strip --strip-unneeded "$OUTDIR/bin/$b"
@@ -111,7 +115,10 @@ dirty="$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -qv '^??' && echo 
 } > "$OUTDIR/BUNDLE.txt"
 
 size_kib="$(du -sk "$OUTDIR" | cut -f1)"
-echo "device-bundle: wrote $OUTDIR ($((size_kib / 1024)) MiB): $(ls "$OUTDIR/lib" | grep -c '\.so') libraries, fixtures ${FIXTURE_MODELS[*]}"
+rm -f "$OUTDIR.tar.xz"
+tar -C "$(dirname "$OUTDIR")" -cf - "$(basename "$OUTDIR")" | xz -T0 -6 > "$OUTDIR.tar.xz"
+echo "device-bundle: wrote $OUTDIR ($((size_kib / 1024)) MiB): $(ls "$OUTDIR/lib" | grep -c '\.so') libraries, fixtures ${FIXTURE_MODELS[*]};" \
+  "packed: $OUTDIR.tar.xz ($(( $(stat -c %s "$OUTDIR.tar.xz") / 1048576 )) MiB)"
 if [ "$size_kib" -gt $((MAX_MIB * 1024)) ]; then
   echo "device-bundle: $OUTDIR is $((size_kib / 1024)) MiB, over the ${MAX_MIB} MiB a device run carries" >&2
   du -sk "$OUTDIR"/bin/* "$OUTDIR"/lib/* | sort -n | tail -5 >&2

@@ -13,7 +13,7 @@ PKGS=(
   chromium chromium-driver  # the web UI's browser tests (tests/server/test_ui.py)
   haproxy  # deploy/haproxy/haproxy.cfg and its test (tests/deploy/test_haproxy.py)
   python3 python3-venv curl
-  patchelf debootstrap  # scripts/device-bundle.sh (RUNPATHs) and its clean-root test (scripts/test-device-bundle.sh)
+  patchelf debootstrap xz-utils  # scripts/device-bundle.sh (RUNPATHs) and its clean-root test (scripts/test-device-bundle.sh)
 )
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done

@@ -65,8 +65,9 @@ check() {  # DESCRIPTION CONDITION...
   if "$@"; then echo "ok:   $what"; passes=$((passes + 1)); else echo "FAIL: $what" >&2; fails=$((fails + 1)); fi
 }
 
-# 1. The CPU-only run, as it will run on the GPU machine but with small sizes.
-cp -a "$WORK/bundle" "$CHROOT/opt/bundle"
+# 1. The CPU-only run, as it will run on the GPU machine but with small sizes, from the packed bundle
+# (what travels).
+tar -C "$CHROOT/opt" -xJf "$WORK/bundle.tar.xz"
 start=$(date +%s)
 set +e
 chroot "$CHROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OUT=/opt/out \
@@ -126,5 +127,10 @@ check "it also names libcublasLt.so.13 and where it looked" \
 
 size_mib=$(( $(du -sk "$WORK/bundle" | cut -f1) / 1024 ))
 check "the bundle is at most 60 MiB ($size_mib MiB)" test "$size_mib" -le 60
+# What travels to the GPU machine: the checkout (tracked files) and the packed bundle, 64 MiB in all.
+tree_kib=$(( $(cd "$ROOT" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1) / 1024 ))
+packed_kib=$(( $(stat -c %s "$WORK/bundle.tar.xz") / 1024 ))
+check "checkout + packed bundle fit the 64 MiB a device run carries ($(( (tree_kib + packed_kib) / 1024 )) MiB)" \
+  test $(( tree_kib + packed_kib )) -le $(( 64 * 1024 ))
 echo "test-device-bundle: $passes checks passed, $fails failed"
 [ "$fails" = 0 ]

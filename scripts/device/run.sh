@@ -3,7 +3,8 @@
 # run as `bash run.sh` from the bundle folder. Stages, each with its own time limit, the whole under
 # 9 minutes on one H200:
 #   1 environment   nvidia-smi, driver and CUDA versions, where each library was found
-#   2 cuda_tests    locr_cuda_tests and locr_cuda_model_tests (every op of the op table on cuda)
+#   2 cuda_tests    locr_cuda_tests, locr_cuda_model_tests, and the op table's cuda cases of
+#                   locr_unit_tests (every op against the scalar oracle)
 #   3 parity        `locr parity --backend cuda` on the bundled transformers fixtures
 #   4 eval          `locr make-model --preset lightonocr-2-1b`, `locr eval --candidate cuda` on it
 #   5 throughput    `locr serve --device cuda` with the seeds' flags, `locr bench` with A4 pages,
@@ -182,7 +183,7 @@ else
 fi
 
 # Every library of the bundle's binaries must resolve (from lib/, the host's C library, or CUDA).
-for b in locr locr_cuda_tests locr_cuda_model_tests; do
+for b in locr locr_cuda_tests locr_cuda_model_tests locr_unit_tests; do
   [ -x "$HERE/bin/$b" ] || { env_fail+="bin/$b is missing; "; continue; }
   echo "== ldd bin/$b" >> "$log"
   ldd "$HERE/bin/$b" >> "$log" 2>&1
@@ -242,11 +243,16 @@ elif can_run $stage; then
   : > "$log"
   t0=$(date +%s)
   status=passed reason="" failed_json="" passed_n=0 skipped_n=0 failed_n=0
-  for b in locr_cuda_tests locr_cuda_model_tests; do
+  # The op table's cuda cases (every op of the Ops interface) and the device answers of locr_unit_tests.
+  UNIT_FILTER='Backends/OpTable.*/cuda:Devices.Cuda*'
+  for b in locr_unit_tests locr_cuda_tests locr_cuda_model_tests; do
     lim=$(( $(stage_limit $stage) - ($(date +%s) - t0) ))
-    [ "$b" = locr_cuda_tests ] && [ "$lim" -gt 70 ] && lim=70
+    [ "$b" = locr_unit_tests ] && [ "$lim" -gt 30 ] && lim=30
+    [ "$b" = locr_cuda_tests ] && [ "$lim" -gt 60 ] && lim=60
     if [ "$lim" -lt 5 ]; then status=timed_out; reason+="$b not run: no time left; "; continue; fi
-    run_limited "$lim" "$log" "$HERE/bin/$b" --gtest_color=no
+    filter=()
+    [ "$b" = locr_unit_tests ] && filter=(--gtest_filter="$UNIT_FILTER")
+    run_limited "$lim" "$log" "$HERE/bin/$b" --gtest_color=no "${filter[@]}"
     rc=$?
     p="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)"
     k="$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)"
