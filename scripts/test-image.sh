@@ -101,8 +101,8 @@ EOF
     printf '#!/bin/sh\nexit 101\n' >"$R/usr/sbin/policy-rc.d" && chmod 755 "$R/usr/sbin/policy-rc.d"
     find "$R/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
     find "$R/usr/share/doc" -mindepth 1 -type d -empty -delete
-    rm -rf "$R"/usr/share/{man,info,groff,linda,locale}/* "$R"/usr/share/lintian/overrides/*
-    rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/archives/*.deb "$R"/var/cache/apt/*.bin "$R"/dev/* "$R"/tmp/* "$R"/var/log/*.log
+    rm -rf "${R:?}"/usr/share/{man,info,groff,linda,locale}/* "${R:?}"/usr/share/lintian/overrides/*
+    rm -rf "${R:?}"/var/lib/apt/lists/* "${R:?}"/var/cache/apt/archives/*.deb "${R:?}"/var/cache/apt/*.bin "${R:?}"/dev/* "${R:?}"/tmp/* "${R:?}"/var/log/*.log
     mkdir -p "$R/var/lib/apt/lists/partial"
     : >"$R/etc/resolv.conf"
     : >"$R/etc/hostname"  # the container runtime provides both
