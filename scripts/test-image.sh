@@ -11,10 +11,11 @@
 #   4. checks the image: size, entrypoint/port/healthcheck/user, and that its dpkg database holds
 #      no compiler, no build tool and no -dev package;
 #   5. runs it on the tiny fixture model mounted read-only, port 8000 published on loopback:
-#      /health, /v1/models, a chat completion, the image's HEALTHCHECK (also on a --port 9000
-#      server), the non-root user, HF_HOME, and SIGTERM -> drain -> exit 0.
+#      /health, /v1/models, a chat completion, a PDF through /v1/ocr (rendered with its text), the
+#      image's HEALTHCHECK (also on a --port 9000 server, and failing with no server), the
+#      non-root user, HF_HOME, and SIGTERM -> drain -> exit 0.
 # Exits non-zero on the first failure. Cold (no layers, no ccache) it compiles all of locr inside
-# the build stage: 25-40 minutes on 2 cores; docs/container.md has the measured times.
+# the build stage: about 10 minutes on 2 cores, 30 s when cached (docs/container.md).
 # Environment: LOCR_IMAGE (default locr:cpu), LOCR_MINBASE (default /var/cache/locr/bookworm-minbase),
 # LOCR_IMAGE_CACHE (base tarball, default /var/tmp/locr-image), LOCR_IMAGE_REBASE=1 (re-import the
 # base), LOCR_IMAGE_NICE (default 15: the build runs under nice).
@@ -29,6 +30,7 @@ NICE="${LOCR_IMAGE_NICE:-15}"
 export BUILDAH_ISOLATION="${BUILDAH_ISOLATION:-chroot}"
 if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
 T0=$SECONDS
+mkdir -p "$CACHE"
 # Without systemd, podman logs an error for each container whose image has a HEALTHCHECK (it
 # cannot set up the check's timer); `podman healthcheck run` below runs the check itself.
 if [ ! -S /run/systemd/private ]; then exec 2> >(grep -v --line-buffered 'unable to get systemd connection' >&2); fi
@@ -49,7 +51,6 @@ ok "$(buildah --version), $(podman --version), isolation $BUILDAH_ISOLATION"
 
 step "base image $BASE"
 if [ "${LOCR_IMAGE_REBASE:-0}" = 1 ] || ! podman image exists "$BASE"; then
-  mkdir -p "$CACHE"
   if [ "${LOCR_IMAGE_REBASE:-0}" = 1 ] || [ ! -s "$CACHE/bookworm-slim.tar" ]; then
     if [ ! -x "$MINBASE/bin/bash" ]; then
       command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends debootstrap
