@@ -1,8 +1,9 @@
 """deploy/kubernetes: every manifest lints (yamllint, strict), validates offline (built-in kinds
 against the Kubernetes 1.37 schemas bundled in kubernetes-validate, strict; the CRD kinds against
 crd_schemas.py), and says what the server does (probes on /health and /ready, a grace period that
-covers preStop + --shutdown-timeout, the HPA's metric as prometheus-adapter names it). The CPU
-Deployment's command line then starts a real `locr serve` (tiny model swapped in)."""
+covers preStop + --shutdown-timeout, the HPA's metric as prometheus-adapter names it, the images
+Dockerfile and Dockerfile.cuda build, run as their USER). The CPU Deployment's command line then
+starts a real `locr serve` (tiny model swapped in)."""
 import re
 import subprocess
 import sys
@@ -118,6 +119,22 @@ def test_probes_drain_and_devices():
         assert d["spec"]["selector"]["matchLabels"].items() <= labels.items()
     (pool,) = by_kind("InferencePool")
     assert pool["spec"]["targetPorts"] == [{"number": 8000}]
+
+
+def test_deployments_run_the_repository_images():
+    """The CPU Deployment runs the image Dockerfile builds (locr:cpu), the GPU one Dockerfile.cuda's
+    (locr:cuda): entrypoint `locr serve` (what `command` repeats), port 8000, and the pods' uid/gid
+    the image's USER. (scripts/test-image.sh builds and runs the CPU image itself.)"""
+    deps = {d["metadata"]["name"]: d for d in by_kind("Deployment")}
+    for name, dockerfile, tag in (("locr-cpu", "Dockerfile", "locr:cpu"), ("locr-gpu", "Dockerfile.cuda", "locr:cuda")):
+        text = (DEPLOY.parent / dockerfile).read_text()
+        c = container(deps[name])
+        assert c["image"] == tag and f" -t {tag} ." in text, (name, c["image"])
+        assert 'ENTRYPOINT ["locr", "serve"]' in text and c["command"][:2] == ["locr", "serve"]
+        assert re.search(r"^EXPOSE 8000$", text, re.M) and c["ports"][0]["containerPort"] == 8000
+        user = re.search(r"^USER (\d+):(\d+)$", text, re.M)
+        sc = deps[name]["spec"]["template"]["spec"]["securityContext"]
+        assert sc["runAsNonRoot"] and (sc["runAsUser"], sc["runAsGroup"]) == (int(user[1]), int(user[2]))
 
 
 def test_hpa_metric_is_what_the_adapter_exposes():
