@@ -6,8 +6,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
+#include <fstream>
+#include <limits>
 #include <list>
 #include <map>
 #include <thread>
@@ -188,6 +192,15 @@ class HttpServer::Impl : public httplib::Server {
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ret;
+  }
+
+  // httplib 0.11 (a compiled library: CPPHTTPLIB_LISTEN_BACKLOG cannot be changed) listens with a
+  // backlog of 5, so a burst of clients overflows the accept queue and their SYNs are dropped (a
+  // connect then waits out a 1 s SYN retransmission, or fails). listen() again on the listening
+  // socket sets the backlog (Linux only updates the queue's length).
+  bool set_backlog(int backlog) {
+    const socket_t s = svr_sock_;
+    return s != INVALID_SOCKET && ::listen(s, backlog) == 0;
   }
 
   // Makes the accept loop end without marking the server stopped, so responses in progress
@@ -439,16 +452,26 @@ void HttpServer::install_routes() {
   }
 }
 
+int system_listen_backlog() {
+  std::ifstream f("/proc/sys/net/core/somaxconn");
+  long n = 0;
+  if (f >> n && n > 0) return static_cast<int>(std::min<long>(n, std::numeric_limits<int>::max()));
+  return SOMAXCONN;
+}
+
 int HttpServer::bind() {
   const ServerOptions& o = ctx_.opts();
   if (o.port == 0) {
     port_ = impl_->bind_to_any_port(o.host);
     if (port_ <= 0) fail(ErrorKind::kIo, "cannot listen on ", o.host, " (any port)");
-    return port_;
+  } else {
+    if (!impl_->bind_to_port(o.host, o.port))
+      fail(ErrorKind::kIo, "cannot listen on ", o.host, ":", o.port, " (is the port in use, or the address not local?)");
+    port_ = o.port;
   }
-  if (!impl_->bind_to_port(o.host, o.port))
-    fail(ErrorKind::kIo, "cannot listen on ", o.host, ":", o.port, " (is the port in use, or the address not local?)");
-  port_ = o.port;
+  const int backlog = o.listen_backlog > 0 ? o.listen_backlog : system_listen_backlog();
+  if (!impl_->set_backlog(backlog))
+    fail(ErrorKind::kIo, "cannot set the listen backlog to ", backlog, ": ", std::strerror(errno));
   return port_;
 }
 

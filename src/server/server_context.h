@@ -71,6 +71,7 @@ struct ServerOptions {
   int write_timeout_s = 60;
   int keep_alive_timeout_s = 5;
   int http_threads = 1024;                      // upper bound; threads start on demand
+  int listen_backlog = 0;                       // --listen-backlog; 0: the system maximum (net.core.somaxconn)
   double shutdown_timeout_s = 30;
   bool access_log = true;
   std::vector<std::string> access_log_skip_paths;  // --disable-access-log-for-endpoints
