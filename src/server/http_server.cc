@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <list>
 #include <map>
@@ -159,6 +160,8 @@ class HttpServer::Impl : public httplib::Server {
   std::unique_ptr<TlsContext> tls;  // --ssl-certfile: every connection is TLS
   // The methods of each path routed with route(), for 405 and its Allow header.
   std::map<std::string, std::vector<std::string>> route_methods;
+  // Logs and counts a request refused before httplib could log it (a request line too long).
+  std::function<void(const ConnectionStream&)> log_refused;
 
   // httplib's keep-alive loop over one accepted connection, with our own socket stream (header
   // limits, 431) and connections closed where a handler asked for it.
@@ -184,6 +187,7 @@ class HttpServer::Impl : public httplib::Server {
         strm.begin_request();
         bool connection_closed = false;
         ret = process_request(strm, count == 1, connection_closed, nullptr);
+        if (strm.rejected() && !response_logged() && log_refused) log_refused(strm);
         const bool close_after = take_close_after_response();
         if (!ret || connection_closed || close_after || strm.rejected()) break;
       }
@@ -318,6 +322,7 @@ void HttpServer::install_routes() {
   });
 
   s.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    response_logged() = true;
     RequestLog& log = request_log();
     const double secs =
         log.active ? std::chrono::duration<double>(std::chrono::steady_clock::now() - log.start).count() : 0.0;
@@ -334,6 +339,19 @@ void HttpServer::install_routes() {
     }
     log.active = false;
   });
+
+  s.log_refused = [&ctx](const ConnectionStream& strm) {
+    const int status = status_override();
+    const std::string method = strm.request_method().empty() ? "-" : strm.request_method();
+    ctx.metrics().count_request("other", method, status, 0.0);
+    if (ctx.opts().access_log) {
+      std::string ip;
+      int port = 0;
+      strm.get_remote_ip_and_port(ip, port);
+      LOCR_INFO("http: ", ip, ":", port, " \"", method, " (request line cut)\" ", status, " id=- 0ms (",
+                clip_for_log(strm.reject_reason(), ctx.opts().max_log_len), ")");
+    }
+  };
 
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;

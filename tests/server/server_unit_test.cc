@@ -270,5 +270,10 @@ TEST(Errors, OpenAiShape) {
   EXPECT_EQ(from_locr_error(locr::Error(ErrorKind::kInternal, "bug")).status(), 500);
 }
 
+TEST(Errors, UriTooLongHasItsOwnType) {
+  EXPECT_EQ(error_body(414, "long")["error"]["type"], "URITooLongError");
+  EXPECT_EQ(error_body(431, "big")["error"]["type"], "RequestHeaderFieldsTooLargeError");
+}
+
 }  // namespace
 }  // namespace locr::server

@@ -1,4 +1,5 @@
-"""What real clients hit: a burst of connections at once (the listen backlog)."""
+"""What real clients hit: a burst of connections at once (the listen backlog), a request target
+too long for the server (414)."""
 import base64
 import json
 import math
@@ -175,3 +176,45 @@ def test_listen_backlog_flag_is_checked():
     out = subprocess.run([locr_bin(), "serve", str(MODEL), "--port", "0", "--listen-backlog", "-3"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "--listen-backlog" in out.stderr
+
+
+# --- long request targets ---------------------------------------------------------------------
+
+
+def raw(port, data, timeout=20):
+    c = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        try:
+            c.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        out = b""
+        while True:
+            try:
+                b = c.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not b:
+                break
+            out += b
+        return out
+    finally:
+        c.close()
+
+
+def test_a_100_kb_request_target_is_414_uri_too_long(srv):
+    r = requests.get(srv.url + "/v1/models?q=" + "a" * 100_000, headers=auth(), timeout=30)
+    err = assert_error(r, 414, type_="URITooLongError", contains="URI is too long")
+    assert "8192 bytes" in err["message"]
+    assert r.headers.get("Connection") == "close"
+    # Raw: the answer comes whole (the rest of the request is read and dropped, not reset).
+    out = raw(srv.port, b"GET /" + b"x" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 414 URI Too Long\r\n"), out[:200]
+    assert json.loads(out.partition(b"\r\n\r\n")[2])["error"]["code"] == 414
+    # Between httplib's limit and the header cap (where httplib answers itself): the same.
+    assert_error(requests.get(srv.url + "/v1/models?q=" + "a" * 9000, headers=auth(), timeout=30), 414)
+    # Under the limit: routed as usual.
+    assert requests.get(srv.url + "/v1/models?q=" + "a" * 8000, headers=auth(), timeout=30).status_code == 200
+    assert srv.get("/health").status_code == 200
+    metrics = srv.get("/metrics").text
+    assert 'http_requests_total{handler="other",method="GET",status="4xx"}' in metrics
