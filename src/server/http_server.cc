@@ -97,7 +97,8 @@ bool valid_request_id(const std::string& id) {
 
 const char* const kKnownPaths[] = {"/",         "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/ocr/jobs", "/v1/models",
                                    "/tokenize", "/detokenize",          "/health",         "/ping",   "/ready",
-                                   "/version",  "/metrics",             "/v2/health/live", "/v2/health/ready"};
+                                   "/version",  "/metrics",             "/v2/health/live", "/v2/health/ready",
+                                   "/generate"};
 
 // Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
 // only idle keep-alive connections are left, and httplib would otherwise wait out their
@@ -422,6 +423,8 @@ void HttpServer::install_routes() {
   route("POST", "/v1/chat/completions", api(handle_chat, true));
   route("POST", "/v1/completions", api(handle_completions, true));
   route("POST", "/v1/ocr", api(handle_ocr, true));
+  // vLLM's legacy demo server (python -m vllm.entrypoints.api_server): server/legacy_api.h.
+  route("POST", "/generate", api(handle_generate, true));
   // Async OCR jobs (server/ocr_jobs.h). Ids are matched as one path segment; anything that is not
   // a job id is 404 before any lookup.
   route("POST", "/v1/ocr/jobs", api(handle_ocr_job_submit, true));

@@ -1,5 +1,6 @@
 """What real clients hit: a burst of connections at once (the listen backlog), a request target
-too long for the server (414)."""
+too long for the server (414), vLLM's legacy `POST /generate` (its api_client.py's request and
+NUL-separated stream)."""
 import base64
 import json
 import math
@@ -218,3 +219,86 @@ def test_a_100_kb_request_target_is_414_uri_too_long(srv):
     assert srv.get("/health").status_code == 200
     metrics = srv.get("/metrics").text
     assert 'http_requests_total{handler="other",method="GET",status="4xx"}' in metrics
+
+
+# --- POST /generate (vLLM's legacy api_server) ------------------------------------------------
+
+PROMPT = "San Francisco is a"
+
+
+def completion(srv, **kw):
+    body = {"model": NAME, "prompt": PROMPT, "temperature": 0, "ignore_eos": True, "echo": True, **kw}
+    r = requests.post(srv.url + "/v1/completions", json=body, headers=auth(), timeout=60)
+    assert r.status_code == 200, r.text
+    return [c["text"] for c in r.json()["choices"]]
+
+
+def test_generate_answers_prompt_plus_completion(srv):
+    r = requests.post(srv.url + "/generate", json={"prompt": PROMPT, "temperature": 0, "max_tokens": 8,
+                                                   "ignore_eos": True}, headers=auth(), timeout=60)
+    assert r.status_code == 200, r.text
+    text = r.json()["text"]
+    assert set(r.json()) == {"text"} and len(text) == 1 and text[0].startswith(PROMPT)
+    assert text == completion(srv, max_tokens=8)  # the same generation as /v1/completions with echo
+    # Without max_tokens: SamplingParams' 16, not the model's generation_config.
+    r = requests.post(srv.url + "/generate", json={"prompt": PROMPT, "temperature": 0, "ignore_eos": True},
+                      headers=auth(), timeout=60)
+    assert r.json()["text"] == completion(srv, max_tokens=16)
+    # n choices, each the prompt plus its own completion; a seed makes them reproducible.
+    body = {"prompt": PROMPT, "n": 3, "temperature": 1.0, "seed": 5, "max_tokens": 6, "ignore_eos": True}
+    a = requests.post(srv.url + "/generate", json=body, headers=auth(), timeout=60).json()["text"]
+    b = requests.post(srv.url + "/generate", json=body, headers=auth(), timeout=60).json()["text"]
+    assert len(a) == 3 and a == b and all(t.startswith(PROMPT) for t in a)
+
+
+def test_generate_streams_nul_separated_objects(srv):
+    body = {"prompt": PROMPT, "stream": True, "temperature": 0, "max_tokens": 12, "ignore_eos": True, "n": 2}
+    with requests.post(srv.url + "/generate", json=body, headers=auth(), stream=True, timeout=60) as r:
+        assert r.status_code == 200
+        raw_body = b"".join(r.iter_content(chunk_size=None))
+    assert raw_body.endswith(b"\0")
+    # As vLLM's examples/api_client.py reads it.
+    objs = [json.loads(chunk) for chunk in raw_body.split(b"\0") if chunk]
+    assert len(objs) >= 2
+    for o in objs:
+        assert set(o) == {"text"} and len(o["text"]) == 2 and all(t.startswith(PROMPT) for t in o["text"])
+    # Each object holds the prompt and the text so far: it only grows, and ends as the whole completion.
+    for before, after in zip(objs, objs[1:]):
+        assert all(a.startswith(b) for a, b in zip(after["text"], before["text"])), (before, after)
+    assert objs[-1]["text"] == completion(srv, max_tokens=12, n=2)
+    # iter_lines with the NUL delimiter, exactly as the vLLM example client does.
+    with requests.post(srv.url + "/generate", json=body, headers=auth(), stream=True, timeout=60) as r:
+        last = [json.loads(c.decode()) for c in r.iter_lines(chunk_size=8192, decode_unicode=False, delimiter=b"\0") if c]
+    assert last[-1] == objs[-1]
+
+
+def test_generate_errors_are_openai_json(srv):
+    r = requests.post(srv.url + "/generate", data=b'{"prompt": "x", ', headers=auth(), timeout=10)
+    assert_error(r, 400, contains="not valid JSON", type_="BadRequestError")
+    assert_error(requests.post(srv.url + "/generate", json={"stream": True}, headers=auth(), timeout=10), 400,
+                 param="prompt")
+    assert_error(requests.post(srv.url + "/generate", json={"prompt": ["a"]}, headers=auth(), timeout=10), 400,
+                 param="prompt")
+    assert_error(requests.post(srv.url + "/generate", json={"prompt": "x", "messages": []}, headers=auth(), timeout=10),
+                 400, param="messages", contains="SamplingParams")
+    assert_error(requests.post(srv.url + "/generate", json={"prompt": "x", "temperature": "hot"}, headers=auth(),
+                               timeout=10), 400, param="temperature")
+    assert_error(requests.post(srv.url + "/generate", json={"prompt": "x", "use_beam_search": True}, headers=auth(),
+                               timeout=10), 400, param="use_beam_search")
+    assert_error(requests.post(srv.url + "/generate", json={"prompt": "x", "max_tokens": 5000}, headers=auth(),
+                               timeout=10), 400, contains="maximum context length")
+    assert_error(requests.post(srv.url + "/generate", json={"prompt": ""}, headers=auth(), timeout=10), 400,
+                 contains="empty")
+    r = requests.get(srv.url + "/generate", headers=auth(), timeout=10)
+    assert_error(r, 405)
+    assert r.headers["Allow"] == "POST"
+
+
+def test_generate_needs_the_api_key(srv):
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        r = requests.post(srv.url + "/generate", json={"prompt": PROMPT, "max_tokens": 1}, headers=headers, timeout=10)
+        assert_error(r, 401, type_="AuthenticationError")
+        assert r.headers["WWW-Authenticate"] == "Bearer"
+    r = requests.post(srv.url + "/generate", json={"prompt": PROMPT, "max_tokens": 1}, headers=auth(), timeout=10)
+    assert r.status_code == 200
+    assert 'http_requests_total{handler="/generate",method="POST",status="2xx"}' in srv.get("/metrics").text
