@@ -162,6 +162,8 @@ void declare(Args& a) {
   a.flag("enable-log-requests", "access log line per request (default)");
   a.flag("disable-uvicorn-access-log", "no access log line per request");
   a.option("http-threads", "most HTTP worker threads, started on demand (default 1024)", "N");
+  a.option("max-queue-wait-s", "answer 503 with Retry-After, instead of queueing, a request the engine queue would keep "
+           "waiting longer than this many seconds (estimated; default 0: off, every request is queued)", "S");
   a.option("listen-backlog", "connections the kernel queues for accepting (default: the system maximum, "
            "net.core.somaxconn; vLLM's uvicorn takes 2048)", "N");
   a.option("max-document-pages", "most pages one /v1/ocr request may select (default 200)", "N");
@@ -374,6 +376,8 @@ int cmd_serve(int argc, char** argv) {
          " and --loop-guard-max-distinct >= 1");
   so.access_log = !a.get_flag("disable-log-requests") && !a.get_flag("disable-uvicorn-access-log");
   so.http_threads = a.get_int("http-threads", so.http_threads);
+  so.max_queue_wait_s = a.get_double("max-queue-wait-s", 0);
+  if (!(so.max_queue_wait_s >= 0)) fail(ErrorKind::kInvalidArgument, "--max-queue-wait-s must be >= 0 (0: off)");
   so.listen_backlog = a.get_int("listen-backlog", 0);
   if (so.listen_backlog < 0) fail(ErrorKind::kInvalidArgument, "--listen-backlog must be >= 1 (0: the system maximum)");
   if (so.listen_backlog > server::system_listen_backlog())

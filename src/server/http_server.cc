@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -26,6 +27,7 @@
 #include "server/handlers.h"
 #include "server/http_connection.h"
 #include "server/ocr_jobs.h"
+#include "server/queue_wait.h"
 #include "server/request_log.h"
 #include "server/sse.h"
 #include "server/tls.h"
@@ -382,9 +384,11 @@ void HttpServer::install_routes() {
 
   using Fn = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
   // Every API handler: API key (all API routes; server/auth.h), refusal while draining, and errors
-  // as OpenAI JSON. A failing request only ever affects itself.
-  auto api = [&ctx](Fn fn, bool generation) {
-    return [&ctx, fn, generation](const httplib::Request& req, httplib::Response& res) {
+  // as OpenAI JSON. A failing request only ever affects itself. `queued`: a request a client waits
+  // on while the engine queue runs, refused at once (503, Retry-After) when that queue would keep
+  // it waiting longer than --max-queue-wait-s (server/queue_wait.h).
+  auto api = [&ctx](Fn fn, bool generation, bool queued = false) {
+    return [&ctx, fn, generation, queued](const httplib::Request& req, httplib::Response& res) {
       const std::string& key = ctx.opts().api_key;
       bool key_ok = key.empty();
       if (!key_ok) {
@@ -401,6 +405,20 @@ void HttpServer::install_routes() {
         ctx.metrics().rejected_while_draining.fetch_add(1);
         send_json(res, error_body(503, "the server is shutting down"), 503);
         return;
+      }
+      if (const double limit = ctx.opts().max_queue_wait_s; queued && limit > 0) {
+        const double wait = ctx.estimated_queue_wait_s();
+        if (wait > limit) {
+          const int retry = retry_after_s(wait, limit);
+          ctx.metrics().rejected_queue_full.fetch_add(1);
+          request_log().note = str("queue full: ~", static_cast<int64_t>(wait), " s of work ahead");
+          res.set_header("Retry-After", std::to_string(retry));
+          send_json(res, error_body(503, str("the server is busy: the requests queued ahead would keep this one waiting "
+                                             "about ", static_cast<int64_t>(std::ceil(wait)), " s, more than "
+                                             "--max-queue-wait-s ", limit, "; retry after ", retry, " s")),
+                    503);
+          return;
+        }
       }
       try {
         fn(ctx, req, res);
@@ -420,11 +438,11 @@ void HttpServer::install_routes() {
     else if (std::string(method) == "DELETE") s.Delete(path, std::move(h));
     else s.Post(path, std::move(h));
   };
-  route("POST", "/v1/chat/completions", api(handle_chat, true));
-  route("POST", "/v1/completions", api(handle_completions, true));
-  route("POST", "/v1/ocr", api(handle_ocr, true));
+  route("POST", "/v1/chat/completions", api(handle_chat, true, true));
+  route("POST", "/v1/completions", api(handle_completions, true, true));
+  route("POST", "/v1/ocr", api(handle_ocr, true, true));
   // vLLM's legacy demo server (python -m vllm.entrypoints.api_server): server/legacy_api.h.
-  route("POST", "/generate", api(handle_generate, true));
+  route("POST", "/generate", api(handle_generate, true, true));
   // Async OCR jobs (server/ocr_jobs.h). Ids are matched as one path segment; anything that is not
   // a job id is 404 before any lookup.
   route("POST", "/v1/ocr/jobs", api(handle_ocr_job_submit, true));
@@ -464,6 +482,11 @@ void HttpServer::install_routes() {
   route("GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string text = ctx.engine().metrics().render(ctx.model_name());
     text += ctx.metrics().render(ctx.model_name());
+    runtime::prom_family(text, "locr:estimated_queue_wait_seconds", "gauge",
+                         "Estimated seconds a new request would wait for the engine to admit it (0: at once, or no "
+                         "request finished yet).");
+    text += "locr:estimated_queue_wait_seconds{model_name=\"" + runtime::prom_escape(ctx.model_name()) + "\"} " +
+            runtime::prom_number(ctx.estimated_queue_wait_s()) + "\n";
     if (ctx.ocr_jobs) text += ctx.ocr_jobs->render_metrics(ctx.model_name());
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });

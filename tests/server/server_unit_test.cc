@@ -22,6 +22,7 @@
 #include "server/ocr_mistral.h"
 #include "server/openai_schema.h"
 #include "server/memory_plan.h"
+#include "server/queue_wait.h"
 
 namespace locr::server {
 namespace {
@@ -274,6 +275,23 @@ TEST(Errors, OpenAiShape) {
 TEST(Errors, UriTooLongHasItsOwnType) {
   EXPECT_EQ(error_body(414, "long")["error"]["type"], "URITooLongError");
   EXPECT_EQ(error_body(431, "big")["error"]["type"], "RequestHeaderFieldsTooLargeError");
+}
+
+// The queue-wait estimate: no refusal without data or with room, else (waiting + 1) x service /
+// running slots; Retry-After is the time until the queue is back under the limit, at least 1 s.
+TEST(QueueWait, EstimateFromQueueAndServiceTime) {
+  EXPECT_EQ(estimate_queue_wait_s(32, 100, 32, 0.0), 0.0);  // nothing finished yet: no estimate
+  EXPECT_EQ(estimate_queue_wait_s(3, 0, 32, 10.0), 0.0);    // a free slot, nobody waiting
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(32, 0, 32, 10.0), 10.0 / 32);
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(32, 63, 32, 10.0), 20.0);
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(1, 5, 1, 2.0), 12.0);
+  // The KV cache holds the batch at 4 while 7 wait: the 4 running set the rate.
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(4, 7, 32, 10.0), 20.0);
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(0, 2, 32, 10.0), 30.0);  // between steps: one slot's rate
+  EXPECT_EQ(retry_after_s(12.0, 5.0), 7);
+  EXPECT_EQ(retry_after_s(5.2, 5.0), 1);
+  EXPECT_EQ(retry_after_s(5.0, 5.0), 1);
+  EXPECT_EQ(retry_after_s(1e12, 1.0), 86400);
 }
 
 // POST /generate's body: prompt and stream, SamplingParams fields with SamplingParams' defaults,

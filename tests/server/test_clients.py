@@ -1,6 +1,7 @@
 """What real clients hit: a burst of connections at once (the listen backlog), a request target
 too long for the server (414), vLLM's legacy `POST /generate` (its api_client.py's request and
-NUL-separated stream)."""
+NUL-separated stream), and --max-queue-wait-s (503 with Retry-After instead of a request that would
+wait past the client's timeout; the OpenAI, LiteLLM and mistralai clients' view of it)."""
 import base64
 import json
 import math
@@ -302,3 +303,109 @@ def test_generate_needs_the_api_key(srv):
     r = requests.post(srv.url + "/generate", json={"prompt": PROMPT, "max_tokens": 1}, headers=auth(), timeout=10)
     assert r.status_code == 200
     assert 'http_requests_total{handler="/generate",method="POST",status="2xx"}' in srv.get("/metrics").text
+
+
+# --- --max-queue-wait-s -------------------------------------------------------------------------
+
+
+def gauge(s, name):
+    for line in s.get("/metrics").text.splitlines():
+        if line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def wait_for(pred, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return None
+
+
+def take_the_slot(s, body, limit):
+    """Sends a long streaming request on a raw socket and waits until the queue estimate is over
+    `limit`; returns the socket (closing it is a disconnect: the request is cancelled)."""
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert wait_for(lambda: gauge(s, "locr:estimated_queue_wait_seconds") > limit or None, timeout=30), \
+        "the estimate never passed the limit with the slot taken"
+    return c
+
+
+def test_max_queue_wait_refuses_with_retry_after_what_would_time_out():
+    # One slot, and requests that take seconds (the scalar backend on one thread): while one runs,
+    # a new request would wait about a whole service time, more than the 0.2 s allowed.
+    litellm = pytest.importorskip("litellm")
+    limit = 0.2
+    s = Server("--served-model-name", NAME, "--max-model-len", "2048", "--max-num-seqs", "1", "--backend", "ref",
+               "--threads", "1", "--max-queue-wait-s", str(limit))
+    c = None
+    try:
+        long_req = {"model": NAME, "prompt": "hello", "temperature": 0, "ignore_eos": True, "max_tokens": 2000}
+        # No request has finished yet: no estimate, nothing refused.
+        assert gauge(s, "locr:estimated_queue_wait_seconds") == 0
+        t0 = time.monotonic()
+        assert s.post("/v1/completions", long_req, timeout=300).status_code == 200
+        service = time.monotonic() - t0
+        assert gauge(s, "locr:estimated_queue_wait_seconds") == 0  # an empty queue: admitted at once
+        assert s.post("/v1/completions", {"model": NAME, "prompt": "hi", "max_tokens": 1}).status_code == 200
+        # A streaming client on a raw socket (closing it is a disconnect) takes the one slot.
+        body = json.dumps({**long_req, "stream": True}).encode()
+        c = take_the_slot(s, body, limit)
+        wait = gauge(s, "locr:estimated_queue_wait_seconds")
+        assert wait > limit, f"service {service:.2f} s"
+        for path, req in [("/v1/completions", {"model": NAME, "prompt": "hi", "max_tokens": 1}),
+                          ("/v1/chat/completions", {"model": NAME, "messages": [{"role": "user", "content": "hi"}]}),
+                          ("/generate", {"prompt": "hi"})]:
+            r = s.post(path, req, timeout=30)
+            err = assert_error(r, 503, type_="ServiceUnavailableError", contains="--max-queue-wait-s")
+            retry = int(r.headers["Retry-After"])
+            assert 1 <= retry <= math.ceil(2 * wait) + 1, (retry, wait, err["message"])
+        # What the OpenAI SDK raises for it (with max_retries > 0 it waits Retry-After and retries).
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=30)
+        with pytest.raises(openai.InternalServerError) as e:
+            client.completions.create(model=NAME, prompt="hi", max_tokens=1)
+        assert e.value.status_code == 503
+        # And what LiteLLM raises (its own retries off: it would wait Retry-After too).
+        with pytest.raises(litellm.exceptions.ServiceUnavailableError):
+            litellm.completion(model="hosted_vllm/" + NAME, api_base=s.url + "/v1", api_key="unused",
+                               messages=[{"role": "user", "content": "hi"}], max_tokens=1, num_retries=0, max_retries=0)
+        # Not a generation a client waits on: still answered.
+        assert s.post("/tokenize", {"model": NAME, "prompt": "hi"}).status_code == 200
+        assert gauge(s, "locr:requests_rejected_queue_full_total") == 5
+        # The SDK with retries: refused, it waits Retry-After; meanwhile the streaming client leaves
+        # (its request is cancelled, the slot frees), and the retry is taken.
+        retrying = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=2, timeout=60)
+        leave = threading.Timer(0.5, c.close)
+        leave.start()
+        t0 = time.monotonic()
+        r = retrying.completions.create(model=NAME, prompt="hi", max_tokens=1)
+        leave.join()
+        assert r.usage.completion_tokens == 1
+        assert gauge(s, "locr:requests_rejected_queue_full_total") == 6  # refused once, then taken
+        assert time.monotonic() - t0 >= 0.9  # after waiting Retry-After (>= 1 s)
+        assert gauge(s, "locr:estimated_queue_wait_seconds") == 0
+        # The same with the mistralai SDK's retries on /v1/ocr (Mistral's shape).
+        mistral = pytest.importorskip("mistralai.client")
+        from mistralai.client.utils import BackoffStrategy, RetryConfig
+        ocr = mistral.Mistral(api_key="unused", server_url=s.url, timeout_ms=60_000,
+                              retry_config=RetryConfig("backoff", BackoffStrategy(100, 5_000, 1.5, 60_000), False)).ocr
+        doc = {"type": "image_url",
+               "image_url": "data:image/png;base64," + base64.b64encode((IMAGES / "page_small.png").read_bytes()).decode()}
+        c = take_the_slot(s, body, limit)
+        leave = threading.Timer(0.5, c.close)
+        leave.start()
+        t0 = time.monotonic()
+        r = ocr.process(model=NAME, document=doc)
+        leave.join()
+        assert len(r.pages) == 1
+        assert gauge(s, "locr:requests_rejected_queue_full_total") == 7
+        assert time.monotonic() - t0 >= 0.9
+    finally:
+        if c is not None:
+            c.close()
+        assert s.stop() == 0
