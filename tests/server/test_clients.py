@@ -1,7 +1,8 @@
-"""What real clients hit: a burst of connections at once (the listen backlog), a request target
-too long for the server (414), vLLM's legacy `POST /generate` (its api_client.py's request and
-NUL-separated stream), and --max-queue-wait-s (503 with Retry-After instead of a request that would
-wait past the client's timeout; the OpenAI, LiteLLM and mistralai clients' view of it)."""
+"""What real clients hit (docs/clients.md): a burst of connections at once (the listen backlog), a
+request target too long for the server (414), vLLM's legacy `POST /generate` (its api_client.py's
+request and NUL-separated stream), several served names (vlmparse always sends `vllm-model`), the
+OpenAI SDK and LiteLLM's OpenAI-compatible provider against them, and --max-queue-wait-s (503 with
+Retry-After instead of a request that would wait past the client's timeout)."""
 import base64
 import json
 import math
@@ -220,6 +221,38 @@ def test_a_100_kb_request_target_is_414_uri_too_long(srv):
     assert srv.get("/health").status_code == 200
     metrics = srv.get("/metrics").text
     assert 'http_requests_total{handler="other",method="GET",status="4xx"}' in metrics
+
+
+# --- several served names ---------------------------------------------------------------------
+
+
+def test_every_served_name_is_answered_by_the_openai_sdk(srv):
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
+    assert [m.id for m in client.models.list()] == [NAME, "vllm-model"]
+    page = [{"type": "image_url", "image_url": {"url": data_url(IMAGES / "page_small.png")}}]
+    texts = []
+    for name in (NAME, "vllm-model"):  # vlmparse sends vllm-model; LightOn's client the first listed
+        r = client.chat.completions.create(model=name, messages=[{"role": "user", "content": page}], max_tokens=4,
+                                           temperature=0, extra_body={"ignore_eos": True})
+        assert r.model == name and r.usage.completion_tokens == 4
+        texts.append(r.choices[0].message.content)
+    assert texts[0] == texts[1]  # one model behind both names
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="lightonai/LightOnOCR-2-1B", messages=[{"role": "user", "content": page}],
+                                       max_tokens=1)
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=srv.url + "/v1", api_key="wrong", max_retries=0).models.list()
+
+
+def test_litellm_hosted_vllm_provider(srv):
+    litellm = pytest.importorskip("litellm")
+    page = [{"type": "image_url", "image_url": {"url": data_url(IMAGES / "page_small.png")}}]
+    r = litellm.completion(model="hosted_vllm/vllm-model", api_base=srv.url + "/v1", api_key=KEY,
+                           messages=[{"role": "user", "content": page}], max_tokens=3, temperature=0, timeout=60)
+    assert 1 <= r.usage.completion_tokens <= 3 and isinstance(r.choices[0].message.content, str)
+    with pytest.raises(litellm.exceptions.AuthenticationError):
+        litellm.completion(model="hosted_vllm/vllm-model", api_base=srv.url + "/v1", api_key="wrong",
+                           messages=[{"role": "user", "content": "x"}], max_tokens=1, num_retries=0)
 
 
 # --- POST /generate (vLLM's legacy api_server) ------------------------------------------------
