@@ -488,6 +488,7 @@ int cmd_ocr(int argc, char** argv) {
 
   head.pages_total = total;
   head.pages_skipped = skipped;
+  head.pages_done = skipped;  // pages an earlier run did are done from the start
   // The manifest exists from the start (all pages pending), so even a run killed while the model
   // loads leaves one.
   io::write_file_atomic(manifest_path, manifest_json(docs, head).dump(2) + "\n");
@@ -570,7 +571,7 @@ int cmd_ocr(int argc, char** argv) {
         LOCR_WARN("ocr: ", dj.source, " page ", pj.page, " failed: ", pj.error);
       }
       dj.pages[work[k].second] = std::move(pj);
-      head.pages_done = done - failed;
+      head.pages_done = skipped + done - failed;  // every page done, those an earlier run did included
       head.pages_failed = failed;
       head.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
       try {
@@ -621,13 +622,14 @@ int cmd_ocr(int argc, char** argv) {
     }
   }
   const int ok = done - failed;
-  head.pages_done = ok;
+  head.pages_done = skipped + ok;
   head.pages_failed = failed;
   head.elapsed_s = elapsed;
   head.complete = true;
   io::write_file_atomic(manifest_path, manifest_json(docs, head).dump(2) + "\n");
-  LOCR_INFO("ocr: ", ok, " page(s) done, ", skipped, " skipped (done by an earlier run), ", failed, " failed, ", doc_failures,
-            " document(s) not opened; ", elapsed, " s; manifest ", (fs::path(outdir) / "manifest.json").string());
+  LOCR_INFO("ocr: ", skipped + ok, " page(s) done (", ok, " by this run, ", skipped, " skipped: done by an earlier run), ",
+            failed, " failed, ", doc_failures, " document(s) not opened; ", elapsed, " s; manifest ",
+            (fs::path(outdir) / "manifest.json").string());
   return failed == 0 && doc_failures == 0 ? 0 : 1;
 }
 

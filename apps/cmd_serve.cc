@@ -2,11 +2,15 @@
 // vLLM flags to EngineOptions / ServerOptions; flags that mean nothing on this backend are
 // accepted with a one-line notice, values that cannot be honoured are refused.
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -88,6 +92,18 @@ std::vector<std::string> split_list(const std::vector<std::string>& values) {
   return out;
 }
 
+void raise_open_files_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  const rlim_t want = r.rlim_max == RLIM_INFINITY ? rlim_t{65536} : std::min<rlim_t>(r.rlim_max, 65536);
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {
+    const rlim_t was = r.rlim_cur;
+    r.rlim_cur = want;
+    if (::setrlimit(RLIMIT_NOFILE, &r) == 0) LOCR_DEBUG("serve: open files limit ", was, " -> ", want);
+    else LOCR_WARN("serve: cannot raise the open files limit from ", was, " to ", want, ": ", std::strerror(errno));
+  }
+}
+
 // --chat-template takes a file or, as in vLLM, the template text itself.
 std::string chat_template_file(const std::string& value) {
   if (value.empty() || std::filesystem::is_regular_file(value)) return value;
@@ -146,6 +162,10 @@ void declare(Args& a) {
   a.flag("enable-log-requests", "access log line per request (default)");
   a.flag("disable-uvicorn-access-log", "no access log line per request");
   a.option("http-threads", "most HTTP worker threads, started on demand (default 1024)", "N");
+  a.option("max-queue-wait-s", "answer 503 with Retry-After, instead of queueing, a request the engine queue would keep "
+           "waiting longer than this many seconds (estimated; default 0: off, every request is queued)", "S");
+  a.option("listen-backlog", "connections the kernel queues for accepting (default: the system maximum, "
+           "net.core.somaxconn; vLLM's uvicorn takes 2048)", "N");
   a.option("max-document-pages", "most pages one /v1/ocr request may select (default 200)", "N");
   a.option("max-body-bytes", "largest request body (default 64MiB)", "BYTES");
   a.option("max-image-pixels", "largest decoded image in pixels (default 178956970, as Pillow)", "N");
@@ -213,6 +233,9 @@ int cmd_serve(int argc, char** argv) {
   // Freed page images and activations go back to the system instead of piling up in the malloc
   // arenas of the HTTP and engine threads (core/heap.h): RSS follows what requests hold.
   pin_mmap_threshold();
+  // One descriptor per connection: the soft limit on open files (often 1024) goes up to the hard
+  // limit (at most 65536), as vLLM's set_ulimit does, so a thousand clients at once are accepted.
+  raise_open_files_limit();
   // SIGINT/SIGTERM are taken by sigwait once the server runs. Blocked before any thread starts
   // (the kernels' thread pool starts while loading), since every thread inherits the mask and
   // the kernel may deliver a process signal to any thread that does not block it. A signal during
@@ -353,6 +376,13 @@ int cmd_serve(int argc, char** argv) {
          " and --loop-guard-max-distinct >= 1");
   so.access_log = !a.get_flag("disable-log-requests") && !a.get_flag("disable-uvicorn-access-log");
   so.http_threads = a.get_int("http-threads", so.http_threads);
+  so.max_queue_wait_s = a.get_double("max-queue-wait-s", 0);
+  if (!(so.max_queue_wait_s >= 0)) fail(ErrorKind::kInvalidArgument, "--max-queue-wait-s must be >= 0 (0: off)");
+  so.listen_backlog = a.get_int("listen-backlog", 0);
+  if (so.listen_backlog < 0) fail(ErrorKind::kInvalidArgument, "--listen-backlog must be >= 1 (0: the system maximum)");
+  if (so.listen_backlog > server::system_listen_backlog())
+    LOCR_WARN("note: --listen-backlog ", so.listen_backlog, " is more than the system allows (net.core.somaxconn = ",
+              server::system_listen_backlog(), "); the kernel uses ", server::system_listen_backlog());
   if (a.has("max-body-bytes")) so.max_body_bytes = server::parse_size(a.get("max-body-bytes"), "--max-body-bytes");
   if (a.has("max-image-pixels")) so.max_image_pixels = server::parse_size(a.get("max-image-pixels"), "--max-image-pixels");
   if (a.has("max-request-image-pixels"))
@@ -490,7 +520,9 @@ int cmd_serve(int argc, char** argv) {
   server::HttpServer http(ctx);
   const int port = http.bind();
   LOCR_INFO("serve: model '", so.served_model_names.front(), "' from ", dir, "; listening on ",
-            so.tls.enabled() ? "https" : "http", "://", so.host, ":", port);
+            so.tls.enabled() ? "https" : "http", "://", so.host, ":", port, " (listen backlog ",
+            std::min(so.listen_backlog > 0 ? so.listen_backlog : server::system_listen_backlog(),
+                     server::system_listen_backlog()), ")");
   std::thread serving([&] { http.serve(); });
 
   int sig = 0;

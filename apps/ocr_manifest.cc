@@ -60,18 +60,20 @@ json manifest_json(const std::vector<DocJob>& docs, const ManifestHead& head) {
                      {"error", dj.error.empty() ? json(nullptr) : json(dj.error)},
                      {"pages", std::move(pages)}});
   }
-  const int ok = head.pages_done;
+  // pages_done counts every page done, those an earlier run did (pages_skipped) included; the rate
+  // is of this run's pages only.
+  const int ran = head.pages_done - head.pages_skipped;
   return {{"backend", head.backend},
           {"format", head.format},
           {"options", head.options},
           {"complete", head.complete},
           {"pages_total", head.pages_total},
-          {"pages_done", ok},
+          {"pages_done", head.pages_done},
           {"pages_skipped", head.pages_skipped},
           {"pages_failed", head.pages_failed},
           {"documents_failed", doc_failures},
           {"elapsed_s", head.elapsed_s},
-          {"pages_per_s", head.elapsed_s > 0 ? ok / head.elapsed_s : 0.0},
+          {"pages_per_s", head.elapsed_s > 0 ? ran / head.elapsed_s : 0.0},
           {"documents", std::move(jdocs)},
           {"failures", std::move(failures)}};
 }

@@ -48,6 +48,7 @@ struct DocJob {
 struct ManifestHead {
   nlohmann::json options;  // run_options of this run
   std::string backend, format;
+  // pages_done: every page done, by this run or (pages_skipped of them) by an earlier one.
   int pages_total = 0, pages_skipped = 0, pages_done = 0, pages_failed = 0;
   double elapsed_s = 0;
   bool complete = false;  // false while the run goes on (or if it was killed)

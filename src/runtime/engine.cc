@@ -125,6 +125,7 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
     }
     incoming_.push_back(std::move(s));
     metrics_.num_waiting.fetch_add(1);
+    metrics_.num_unfinished.fetch_add(1);
   }
   cv_.notify_one();
   return stream;
@@ -183,6 +184,9 @@ void Engine::fail_step(const std::string& what) {
 }
 
 void Engine::finish(Seq& s, Finish f) {
+  // Before the final event: a client that reads it sees its slot free (the gauges follow at the
+  // end of the step).
+  if (!s.finished) metrics_.num_unfinished.fetch_sub(1);
   s.finished = true;
   blocks_.release(s.table);
   s.table.clear();
@@ -198,6 +202,10 @@ void Engine::finish(Seq& s, Finish f) {
   metrics_.e2e.observe(s.times.finished_s);
   metrics_.gen_len.observe(static_cast<double>(s.n_generated()));
   metrics_.max_tokens_param.observe(static_cast<double>(s.in.decode.max_tokens));
+  if (s.admitted && (f.reason == FinishReason::kStop || f.reason == FinishReason::kLength)) {
+    const double service = secs(s.t_admit, now), was = metrics_.recent_service_s.load();
+    metrics_.recent_service_s.store(was > 0 ? was + 0.2 * (service - was) : service);
+  }
   if (s.admitted && s.n_generated() > 0) {
     metrics_.prefill_time.observe(secs(s.t_admit, s.t_first_token));
     metrics_.decode_time.observe(secs(s.t_first_token, s.t_last_token));

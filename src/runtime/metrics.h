@@ -48,6 +48,13 @@ struct EngineMetrics {
   std::atomic<uint64_t> prompt_tokens{0}, generation_tokens{0}, preemptions{0};
   std::atomic<uint64_t> prefix_queries{0}, prefix_hits{0};
   std::atomic<uint64_t> images{0}, repetition_stops{0};
+  // Seconds from admission to finish of recently finished requests (stop or length), as a moving
+  // average (each new one weighs 1/5); 0 until one has finished. Not rendered: the server's
+  // queue-wait estimate (server/queue_wait.h) reads it.
+  std::atomic<double> recent_service_s{0};
+  // Requests submitted and not yet finished (waiting, running, or not yet seen by a step): exact at
+  // every moment, where the two gauges above are set once per step. Not rendered.
+  std::atomic<int64_t> num_unfinished{0};
   std::mutex finished_mu;
   std::map<std::string, uint64_t> finished;  // finished_reason -> count
   Histogram ttft, itl, e2e, queue, vision_seconds, image_tokens, prompt_len, gen_len;

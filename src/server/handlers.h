@@ -14,6 +14,8 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_models(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// POST /generate (generate_handler.cc): vLLM's legacy api_server (server/legacy_api.h).
+void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // POST /v1/ocr (ocr_handler.cc): a document in, per-page OCR results out.
 void handle_ocr(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // /v1/ocr/jobs (ocr_jobs_handler.cc): async OCR jobs; the job id is the route's first match.

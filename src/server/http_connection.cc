@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <openssl/ssl.h>
@@ -21,6 +22,7 @@ namespace {
 
 thread_local bool t_close_after = false;
 thread_local int t_status_override = 0;
+thread_local bool t_response_logged = false;
 
 void ip_and_port(const sockaddr_storage& addr, std::string& ip, int& port) {
   char host[INET6_ADDRSTRLEN] = {0};
@@ -74,8 +76,11 @@ void ConnectionStream::begin_request() {
   header_bytes_ = 0;
   lines_ = 0;
   line_len_ = 0;
+  request_line_bytes_ = 0;
+  method_.clear();
   t_close_after = false;
   t_status_override = 0;
+  t_response_logged = false;
 }
 
 bool ConnectionStream::poll_readable(int timeout_ms) const {
@@ -105,18 +110,36 @@ bool ConnectionStream::is_writable() const {
   return wait_for(sock_, POLLOUT, write_timeout_s_) && !peer_closed();
 }
 
-void ConnectionStream::reject(const char* why) {
+void ConnectionStream::reject(int status, const char* reason, const std::string& why) {
   rejected_ = true;
-  t_status_override = 431;
-  const std::string body = json_text(error_body(431, why));
-  const std::string head = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
-                           "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  reject_reason_ = why;
+  t_status_override = status;
+  const std::string body = json_text(error_body(status, why));
+  const std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason +
+                           "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n";
   const std::string all = head + body;
   size_t off = 0;
   while (off < all.size() && wait_for(sock_, POLLOUT, write_timeout_s_)) {
     const ssize_t n = send_some(all.data() + off, all.size() - off);
-    if (n <= 0) break;
+    if (n <= 0) return;
     off += static_cast<size_t>(n);
+  }
+  if (ssl_) return;
+  // The client is likely still sending the rest of its request. Closing with those bytes unread
+  // makes the kernel send a reset, which can destroy the answer before the client reads it: end
+  // our side, then read and drop what still comes, for at most 2 s and 4 MiB.
+  ::shutdown(sock_, SHUT_WR);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int64_t dropped = 0;
+  while (dropped < (4 << 20)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{sock_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::recv(sock_, buf_, sizeof buf_, 0);
+    if (n <= 0) break;  // the client closed (or reset) its side
+    dropped += n;
   }
 }
 
@@ -148,6 +171,13 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
     const char c = buf_[buf_pos_++];
     ptr[k++] = c;
     ++header_bytes_;
+    if (lines_ == 0) {
+      // The method: the request line up to its first space (kept for the log of a refusal).
+      if (request_line_bytes_ == static_cast<int64_t>(method_.size()) && c != ' ' && c != '\r' && c != '\n' &&
+          method_.size() < 16)
+        method_ += c;
+      ++request_line_bytes_;
+    }
     if (c == '\n') {
       if (line_len_ == 0) in_headers_ = false;  // the empty line ("\r\n" or "\n") ends the headers
       else ++lines_;
@@ -156,12 +186,22 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
       ++line_len_;
     }
   }
+  // The request line (method, target, version): past httplib's limit, or alone past the header cap,
+  // the target is what is too long.
+  const int64_t max_line = std::min(kMaxRequestLine, limits_.max_bytes);
+  if (request_line_bytes_ > max_line) {
+    reject(414, "URI Too Long",
+           str("the request URI is too long: the request line is longer than ", max_line, " bytes (send large "
+               "inputs in the request body)"));
+    return -1;
+  }
   if (header_bytes_ > limits_.max_bytes) {
-    reject(str("the request line and headers are larger than ", limits_.max_bytes, " bytes").c_str());
+    reject(431, "Request Header Fields Too Large",
+           str("the request line and headers are larger than ", limits_.max_bytes, " bytes"));
     return -1;
   }
   if (lines_ - 1 > limits_.max_fields) {
-    reject(str("the request has more than ", limits_.max_fields, " header fields").c_str());
+    reject(431, "Request Header Fields Too Large", str("the request has more than ", limits_.max_fields, " header fields"));
     return -1;
   }
   return static_cast<ssize_t>(k);
@@ -194,5 +234,7 @@ bool take_close_after_response() {
 }
 
 int& status_override() { return t_status_override; }
+
+bool& response_logged() { return t_response_logged; }
 
 }  // namespace locr::server

@@ -1,7 +1,11 @@
 // One HTTP connection as httplib sees it (a Stream over the accepted socket), with the limits
 // httplib 0.11 (a compiled Debian library, so its CPPHTTPLIB_* macros cannot be changed) does not
 // have: the request line and headers together are capped in bytes and in fields, and past either
-// cap the client gets 431 at once and the connection is closed. Also the flag a handler sets when
+// cap the client gets 431 at once and the connection is closed; a request line longer than
+// kMaxRequestLine (or than the header cap) gets 414 URI Too Long at once, the way httplib answers
+// one between the two (it reads the line whole first). Either refusal is an OpenAI JSON error; the
+// rest of the request is read and dropped for a moment before the connection closes, so the
+// client reads the answer instead of a reset. Also the flag a handler sets when
 // the connection must close after its response (a refused body that was never read, a body sent
 // without length to an HTTP/1.0 client). Over TLS (--ssl-certfile) the stream reads and writes
 // through the connection's SSL object; the limits and the loop are the same.
@@ -17,6 +21,10 @@
 typedef struct ssl_st SSL;
 
 namespace locr::server {
+
+// httplib 0.11's CPPHTTPLIB_REQUEST_URI_MAX_LENGTH: the longest request line (CRLF included) it
+// takes; longer is 414.
+constexpr int64_t kMaxRequestLine = 8192;
 
 struct HeaderLimits {
   int64_t max_bytes = 64 << 10;  // request line + header lines, CRLFs included
@@ -38,8 +46,11 @@ class ConnectionStream : public httplib::Stream {
   bool wait_for_request(time_t timeout_s, KeepGoing keep_going);
   // A new request starts: its header bytes are counted from here.
   void begin_request();
-  // The header limits were hit: 431 was sent and nothing more is read or written.
+  // The header limits were hit: 431 (or 414) was sent and nothing more is read or written.
   bool rejected() const { return rejected_; }
+  // Of a rejected request: why, and its method as far as it was read ("" if none).
+  const std::string& reject_reason() const { return reject_reason_; }
+  const std::string& request_method() const { return method_; }
 
   bool is_readable() const override;
   bool is_writable() const override;
@@ -53,7 +64,7 @@ class ConnectionStream : public httplib::Stream {
   bool poll_readable(int timeout_ms) const;
   bool tls_pending() const;
   ssize_t send_some(const char* ptr, size_t size);
-  void reject(const char* why);
+  void reject(int status, const char* reason, const std::string& why);
 
   int sock_;
   SSL* ssl_;
@@ -65,7 +76,9 @@ class ConnectionStream : public httplib::Stream {
   int64_t header_bytes_ = 0;
   int lines_ = 0;
   int64_t line_len_ = 0;
+  int64_t request_line_bytes_ = 0;  // of the request line so far, CRLF included
   bool rejected_ = false;
+  std::string reject_reason_, method_;
 };
 
 template <class KeepGoing>
@@ -82,7 +95,10 @@ bool ConnectionStream::wait_for_request(time_t timeout_s, KeepGoing keep_going) 
 void close_connection_after_response();
 // Read (and reset) by the connection loop after each request.
 bool take_close_after_response();
-// The status the access log and metrics should show instead of httplib's (431), or 0.
+// The status the access log and metrics should show instead of httplib's (431, 414), or 0.
 int& status_override();
+// Set by the access logger: httplib logged this request. A request refused while its request line
+// was still being read never reaches the logger; the connection loop logs it then.
+bool& response_logged();
 
 }  // namespace locr::server

@@ -6,8 +6,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
+#include <fstream>
+#include <functional>
+#include <limits>
 #include <list>
 #include <map>
 #include <thread>
@@ -21,6 +27,7 @@
 #include "server/handlers.h"
 #include "server/http_connection.h"
 #include "server/ocr_jobs.h"
+#include "server/queue_wait.h"
 #include "server/request_log.h"
 #include "server/sse.h"
 #include "server/tls.h"
@@ -92,7 +99,8 @@ bool valid_request_id(const std::string& id) {
 
 const char* const kKnownPaths[] = {"/",         "/v1/chat/completions", "/v1/completions", "/v1/ocr", "/v1/ocr/jobs", "/v1/models",
                                    "/tokenize", "/detokenize",          "/health",         "/ping",   "/ready",
-                                   "/version",  "/metrics",             "/v2/health/live", "/v2/health/ready"};
+                                   "/version",  "/metrics",             "/v2/health/live", "/v2/health/ready",
+                                   "/generate"};
 
 // Shuts down this process's connected sockets whose local port is `port`: at the end of a drain
 // only idle keep-alive connections are left, and httplib would otherwise wait out their
@@ -155,6 +163,8 @@ class HttpServer::Impl : public httplib::Server {
   std::unique_ptr<TlsContext> tls;  // --ssl-certfile: every connection is TLS
   // The methods of each path routed with route(), for 405 and its Allow header.
   std::map<std::string, std::vector<std::string>> route_methods;
+  // Logs and counts a request refused before httplib could log it (a request line too long).
+  std::function<void(const ConnectionStream&)> log_refused;
 
   // httplib's keep-alive loop over one accepted connection, with our own socket stream (header
   // limits, 431) and connections closed where a handler asked for it.
@@ -180,6 +190,7 @@ class HttpServer::Impl : public httplib::Server {
         strm.begin_request();
         bool connection_closed = false;
         ret = process_request(strm, count == 1, connection_closed, nullptr);
+        if (strm.rejected() && !response_logged() && log_refused) log_refused(strm);
         const bool close_after = take_close_after_response();
         if (!ret || connection_closed || close_after || strm.rejected()) break;
       }
@@ -188,6 +199,15 @@ class HttpServer::Impl : public httplib::Server {
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ret;
+  }
+
+  // httplib 0.11 (a compiled library: CPPHTTPLIB_LISTEN_BACKLOG cannot be changed) listens with a
+  // backlog of 5, so a burst of clients overflows the accept queue and their SYNs are dropped (a
+  // connect then waits out a 1 s SYN retransmission, or fails). listen() again on the listening
+  // socket sets the backlog (Linux only updates the queue's length).
+  bool set_backlog(int backlog) {
+    const socket_t s = svr_sock_;
+    return s != INVALID_SOCKET && ::listen(s, backlog) == 0;
   }
 
   // Makes the accept loop end without marking the server stopped, so responses in progress
@@ -305,6 +325,7 @@ void HttpServer::install_routes() {
   });
 
   s.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    response_logged() = true;
     RequestLog& log = request_log();
     const double secs =
         log.active ? std::chrono::duration<double>(std::chrono::steady_clock::now() - log.start).count() : 0.0;
@@ -321,6 +342,19 @@ void HttpServer::install_routes() {
     }
     log.active = false;
   });
+
+  s.log_refused = [&ctx](const ConnectionStream& strm) {
+    const int status = status_override();
+    const std::string method = strm.request_method().empty() ? "-" : strm.request_method();
+    ctx.metrics().count_request("other", method, status, 0.0);
+    if (ctx.opts().access_log) {
+      std::string ip;
+      int port = 0;
+      strm.get_remote_ip_and_port(ip, port);
+      LOCR_INFO("http: ", ip, ":", port, " \"", method, " (request line cut)\" ", status, " id=- 0ms (",
+                clip_for_log(strm.reject_reason(), ctx.opts().max_log_len), ")");
+    }
+  };
 
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
@@ -350,9 +384,11 @@ void HttpServer::install_routes() {
 
   using Fn = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
   // Every API handler: API key (all API routes; server/auth.h), refusal while draining, and errors
-  // as OpenAI JSON. A failing request only ever affects itself.
-  auto api = [&ctx](Fn fn, bool generation) {
-    return [&ctx, fn, generation](const httplib::Request& req, httplib::Response& res) {
+  // as OpenAI JSON. A failing request only ever affects itself. `queued`: a request a client waits
+  // on while the engine queue runs, refused at once (503, Retry-After) when that queue would keep
+  // it waiting longer than --max-queue-wait-s (server/queue_wait.h).
+  auto api = [&ctx](Fn fn, bool generation, bool queued = false) {
+    return [&ctx, fn, generation, queued](const httplib::Request& req, httplib::Response& res) {
       const std::string& key = ctx.opts().api_key;
       bool key_ok = key.empty();
       if (!key_ok) {
@@ -369,6 +405,20 @@ void HttpServer::install_routes() {
         ctx.metrics().rejected_while_draining.fetch_add(1);
         send_json(res, error_body(503, "the server is shutting down"), 503);
         return;
+      }
+      if (const double limit = ctx.opts().max_queue_wait_s; queued && limit > 0) {
+        const double wait = ctx.estimated_queue_wait_s();
+        if (wait > limit) {
+          const int retry = retry_after_s(wait, limit);
+          ctx.metrics().rejected_queue_full.fetch_add(1);
+          request_log().note = str("queue full: ~", static_cast<int64_t>(wait), " s of work ahead");
+          res.set_header("Retry-After", std::to_string(retry));
+          send_json(res, error_body(503, str("the server is busy: the requests queued ahead would keep this one waiting "
+                                             "about ", static_cast<int64_t>(std::ceil(wait)), " s, more than "
+                                             "--max-queue-wait-s ", limit, "; retry after ", retry, " s")),
+                    503);
+          return;
+        }
       }
       try {
         fn(ctx, req, res);
@@ -388,9 +438,11 @@ void HttpServer::install_routes() {
     else if (std::string(method) == "DELETE") s.Delete(path, std::move(h));
     else s.Post(path, std::move(h));
   };
-  route("POST", "/v1/chat/completions", api(handle_chat, true));
-  route("POST", "/v1/completions", api(handle_completions, true));
-  route("POST", "/v1/ocr", api(handle_ocr, true));
+  route("POST", "/v1/chat/completions", api(handle_chat, true, true));
+  route("POST", "/v1/completions", api(handle_completions, true, true));
+  route("POST", "/v1/ocr", api(handle_ocr, true, true));
+  // vLLM's legacy demo server (python -m vllm.entrypoints.api_server): server/legacy_api.h.
+  route("POST", "/generate", api(handle_generate, true, true));
   // Async OCR jobs (server/ocr_jobs.h). Ids are matched as one path segment; anything that is not
   // a job id is 404 before any lookup.
   route("POST", "/v1/ocr/jobs", api(handle_ocr_job_submit, true));
@@ -430,6 +482,11 @@ void HttpServer::install_routes() {
   route("GET", "/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string text = ctx.engine().metrics().render(ctx.model_name());
     text += ctx.metrics().render(ctx.model_name());
+    runtime::prom_family(text, "locr:estimated_queue_wait_seconds", "gauge",
+                         "Estimated seconds a new request would wait for the engine to admit it (0: at once, or no "
+                         "request finished yet).");
+    text += "locr:estimated_queue_wait_seconds{model_name=\"" + runtime::prom_escape(ctx.model_name()) + "\"} " +
+            runtime::prom_number(ctx.estimated_queue_wait_s()) + "\n";
     if (ctx.ocr_jobs) text += ctx.ocr_jobs->render_metrics(ctx.model_name());
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -439,16 +496,26 @@ void HttpServer::install_routes() {
   }
 }
 
+int system_listen_backlog() {
+  std::ifstream f("/proc/sys/net/core/somaxconn");
+  long n = 0;
+  if (f >> n && n > 0) return static_cast<int>(std::min<long>(n, std::numeric_limits<int>::max()));
+  return SOMAXCONN;
+}
+
 int HttpServer::bind() {
   const ServerOptions& o = ctx_.opts();
   if (o.port == 0) {
     port_ = impl_->bind_to_any_port(o.host);
     if (port_ <= 0) fail(ErrorKind::kIo, "cannot listen on ", o.host, " (any port)");
-    return port_;
+  } else {
+    if (!impl_->bind_to_port(o.host, o.port))
+      fail(ErrorKind::kIo, "cannot listen on ", o.host, ":", o.port, " (is the port in use, or the address not local?)");
+    port_ = o.port;
   }
-  if (!impl_->bind_to_port(o.host, o.port))
-    fail(ErrorKind::kIo, "cannot listen on ", o.host, ":", o.port, " (is the port in use, or the address not local?)");
-  port_ = o.port;
+  const int backlog = o.listen_backlog > 0 ? o.listen_backlog : system_listen_backlog();
+  if (!impl_->set_backlog(backlog))
+    fail(ErrorKind::kIo, "cannot set the listen backlog to ", backlog, ": ", std::strerror(errno));
   return port_;
 }
 

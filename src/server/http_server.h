@@ -13,6 +13,10 @@ namespace locr::server {
 
 class OcrJobs;
 
+// The largest listen backlog the kernel takes (net.core.somaxconn; SOMAXCONN when it cannot be
+// read). A larger backlog is cut to it by the kernel.
+int system_listen_backlog();
+
 // --root-path as given ("", "/", "/ocr", "/ocr/") to "" or "/ocr"; throws locr::Error
 // kInvalidArgument unless it is an absolute path of URL-safe characters.
 std::string normalize_root_path(const std::string& path);
@@ -24,7 +28,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds the listening socket (port 0: any free port). Returns the port; throws locr::Error.
+  // Binds the listening socket (port 0: any free port) with --listen-backlog. Returns the port;
+  // throws locr::Error.
   int bind();
   // Accepts and serves until shutdown() completes. Blocks; call from a dedicated thread.
   void serve();

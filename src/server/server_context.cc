@@ -4,6 +4,7 @@
 
 #include "server/generation.h"
 #include "server/generation_defaults.h"
+#include "server/queue_wait.h"
 
 namespace locr::server {
 
@@ -41,6 +42,15 @@ ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& en
 bool ServerContext::serves(const std::string& name) const {
   return std::find(opts_.served_model_names.begin(), opts_.served_model_names.end(), name) !=
          opts_.served_model_names.end();
+}
+
+double ServerContext::estimated_queue_wait_s() const {
+  // The running gauge is set once per engine step; the count of unfinished requests is exact, so a
+  // request that has just finished is not counted as holding its slot until the next step.
+  const runtime::EngineMetrics& m = engine_.metrics();
+  const int64_t unfinished = std::max<int64_t>(0, m.num_unfinished.load());
+  const int64_t running = std::min(m.num_running.load(), unfinished);
+  return estimate_queue_wait_s(running, unfinished - running, engine_.options().max_num_seqs, m.recent_service_s.load());
 }
 
 uint64_t ServerContext::next_seed() {

@@ -71,6 +71,8 @@ struct ServerOptions {
   int write_timeout_s = 60;
   int keep_alive_timeout_s = 5;
   int http_threads = 1024;                      // upper bound; threads start on demand
+  int listen_backlog = 0;                       // --listen-backlog; 0: the system maximum (net.core.somaxconn)
+  double max_queue_wait_s = 0;                  // --max-queue-wait-s: 503 + Retry-After past it; 0: off
   double shutdown_timeout_s = 30;
   bool access_log = true;
   std::vector<std::string> access_log_skip_paths;  // --disable-access-log-for-endpoints
@@ -101,6 +103,10 @@ class ServerContext {
   DecodeBudget& decode_budget() { return decode_budget_; }
   const std::string& model_name() const { return opts_.served_model_names.front(); }
   bool serves(const std::string& name) const;
+
+  // Seconds a request submitted now would wait for admission, from the engine's queue and recent
+  // service times (server/queue_wait.h).
+  double estimated_queue_wait_s() const;
 
   // A seed for a request that did not give one: drawn from a generator seeded with --seed, so a
   // whole run is reproducible while equal requests still differ (vLLM's global-seed behaviour).

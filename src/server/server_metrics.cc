@@ -54,6 +54,9 @@ std::string ServerMetrics::render(const std::string& model_name) const {
          double(stop_string_finishes.load()));
   scalar("counter", "locr:requests_rejected_draining_total", "Requests refused with 503 while the server drains.",
          double(rejected_while_draining.load()));
+  scalar("counter", "locr:requests_rejected_queue_full_total",
+         "Requests refused with 503 because the queue ahead would outlast --max-queue-wait-s.",
+         double(rejected_queue_full.load()));
   return o;
 }
 

@@ -29,6 +29,7 @@ class ServerMetrics {
   std::atomic<uint64_t> disconnects{0};
   std::atomic<uint64_t> stop_string_finishes{0};
   std::atomic<uint64_t> rejected_while_draining{0};
+  std::atomic<uint64_t> rejected_queue_full{0};  // 503 past --max-queue-wait-s
 
  private:
   mutable std::mutex mu_;

@@ -16,11 +16,13 @@
 #include "server/decode_budget.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/legacy_api.h"
 #include "server/media.h"
 #include "server/ocr_figures.h"
 #include "server/ocr_mistral.h"
 #include "server/openai_schema.h"
 #include "server/memory_plan.h"
+#include "server/queue_wait.h"
 
 namespace locr::server {
 namespace {
@@ -268,6 +270,70 @@ TEST(Errors, OpenAiShape) {
   EXPECT_TRUE(error_body(400, "bad")["error"]["param"].is_null());
   EXPECT_EQ(from_locr_error(locr::Error(ErrorKind::kLimit, "too many pixels")).status(), 400);
   EXPECT_EQ(from_locr_error(locr::Error(ErrorKind::kInternal, "bug")).status(), 500);
+}
+
+TEST(Errors, UriTooLongHasItsOwnType) {
+  EXPECT_EQ(error_body(414, "long")["error"]["type"], "URITooLongError");
+  EXPECT_EQ(error_body(431, "big")["error"]["type"], "RequestHeaderFieldsTooLargeError");
+}
+
+// The queue-wait estimate: no refusal without data or with room, else (waiting + 1) x service /
+// running slots; Retry-After is the time until the queue is back under the limit, at least 1 s.
+TEST(QueueWait, EstimateFromQueueAndServiceTime) {
+  EXPECT_EQ(estimate_queue_wait_s(32, 100, 32, 0.0), 0.0);  // nothing finished yet: no estimate
+  EXPECT_EQ(estimate_queue_wait_s(3, 0, 32, 10.0), 0.0);    // a free slot, nobody waiting
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(32, 0, 32, 10.0), 10.0 / 32);
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(32, 63, 32, 10.0), 20.0);
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(1, 5, 1, 2.0), 12.0);
+  // The KV cache holds the batch at 4 while 7 wait: the 4 running set the rate.
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(4, 7, 32, 10.0), 20.0);
+  EXPECT_DOUBLE_EQ(estimate_queue_wait_s(0, 2, 32, 10.0), 30.0);  // between steps: one slot's rate
+  EXPECT_EQ(retry_after_s(12.0, 5.0), 7);
+  EXPECT_EQ(retry_after_s(5.2, 5.0), 1);
+  EXPECT_EQ(retry_after_s(5.0, 5.0), 1);
+  EXPECT_EQ(retry_after_s(1e12, 1.0), 86400);
+}
+
+// POST /generate's body: prompt and stream, SamplingParams fields with SamplingParams' defaults,
+// anything else refused naming the field.
+TEST(LegacyGenerate, ParsesPromptStreamAndSamplingFields) {
+  auto r = parse_legacy_generate(nlohmann::json::parse(R"({"prompt": "San Francisco is", "stream": true, "n": 2,
+                                                           "temperature": 0, "stop": ["."], "seed": 7})"));
+  EXPECT_EQ(r.prompt, "San Francisco is");
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(r.sampling["n"], 2);
+  EXPECT_EQ(r.sampling["temperature"], 0);  // the request's value wins
+  EXPECT_EQ(r.sampling["stop"], nlohmann::json::array({"."}));
+  EXPECT_EQ(r.sampling["max_tokens"], 16);  // SamplingParams' default, not generation_config.json's
+  EXPECT_EQ(r.sampling["top_p"], 1.0);
+  EXPECT_FALSE(r.sampling.contains("prompt"));
+  EXPECT_FALSE(r.sampling.contains("stream"));
+  EXPECT_TRUE(parse_legacy_generate(nlohmann::json::parse(R"({"prompt": "x", "max_tokens": null})"))
+                  .sampling["max_tokens"].is_null());  // None: up to the context
+  EXPECT_FALSE(parse_legacy_generate(nlohmann::json::parse(R"({"prompt": "x"})")).stream);
+  EXPECT_NO_THROW(parse_legacy_generate(nlohmann::json::parse(
+      R"({"prompt": "x", "detokenize": true, "use_beam_search": false, "best_of": 1, "bad_words": []})")));
+
+  auto status_and_param = [](const char* body) -> std::pair<int, std::string> {
+    try {
+      parse_legacy_generate(nlohmann::json::parse(body));
+    } catch (const ApiError& e) {
+      return {e.status(), e.param()};
+    }
+    return {0, ""};
+  };
+  EXPECT_EQ(status_and_param(R"({"stream": false})"), std::make_pair(400, std::string("prompt")));
+  EXPECT_EQ(status_and_param(R"({"prompt": ["a", "b"]})"), std::make_pair(400, std::string("prompt")));
+  EXPECT_EQ(status_and_param(R"({"prompt": "x", "stream": "yes"})"), std::make_pair(400, std::string("stream")));
+  EXPECT_EQ(status_and_param(R"({"prompt": "x", "model": "m"})"), std::make_pair(400, std::string("model")));
+  EXPECT_EQ(status_and_param(R"({"prompt": "x", "messages": []})"), std::make_pair(400, std::string("messages")));
+  EXPECT_EQ(status_and_param(R"({"prompt": "x", "detokenize": false})"), std::make_pair(400, std::string("detokenize")));
+  EXPECT_EQ(status_and_param(R"({"prompt": "x", "length_penalty": 0.5})"),
+            std::make_pair(400, std::string("length_penalty")));
+  EXPECT_EQ(status_and_param(R"({"prompt": "x", "allowed_token_ids": [1]})"),
+            std::make_pair(400, std::string("allowed_token_ids")));
+
+  EXPECT_EQ(legacy_text_json("P: ", {"a", "bc"}), nlohmann::json::parse(R"({"text": ["P: a", "P: bc"]})"));
 }
 
 }  // namespace

@@ -524,5 +524,37 @@ TEST(Engine, MetricsSplitTheEngineTimeOfAPageIntoVisionPrefillAndDecode) {
   EXPECT_DOUBLE_EQ(vision, sample(text, "locr:vision_encode_seconds_sum{model_name=\"tiny\"}"));
 }
 
+// What the server's queue-wait estimate reads (server/queue_wait.h): the count of unfinished
+// requests drops before a request's final event is seen (the gauges follow a step later), and the
+// recent service time is kept from requests that stopped or ran to length, not from aborts.
+TEST(Engine, UnfinishedCountAndServiceTimeForTheQueueEstimate) {
+  EngineOptions o;
+  o.max_num_seqs = 1;
+  Engine engine(tiny_model(), o);
+  EXPECT_EQ(engine.metrics().num_unfinished.load(), 0);
+  EXPECT_EQ(engine.metrics().recent_service_s.load(), 0.0);
+  RequestInput a = make_request("first", 40), b = make_request("second", 40);
+  a.decode.ignore_eos = b.decode.ignore_eos = true;
+  auto sa = engine.submit(a), sb = engine.submit(b);
+  EXPECT_EQ(engine.metrics().num_unfinished.load(), 2);
+  EXPECT_EQ(collect(*sa).size(), 40u);
+  EXPECT_LE(engine.metrics().num_unfinished.load(), 1);  // at once, whatever the gauges say yet
+  EXPECT_EQ(collect(*sb).size(), 40u);
+  EXPECT_EQ(engine.metrics().num_unfinished.load(), 0);
+  const double service = engine.metrics().recent_service_s.load();
+  EXPECT_GT(service, 0.0);
+  // An aborted request leaves the service time alone.
+  RequestInput c = make_request("third", 2000);
+  c.decode.ignore_eos = true;
+  auto sc = engine.submit(c);
+  ASSERT_TRUE(sc->next(30s).has_value());
+  sc->cancel();
+  std::string reason;
+  collect(*sc, &reason);
+  EXPECT_EQ(reason, "abort");
+  EXPECT_EQ(engine.metrics().num_unfinished.load(), 0);
+  EXPECT_EQ(engine.metrics().recent_service_s.load(), service);
+}
+
 }  // namespace
 }  // namespace locr::runtime
