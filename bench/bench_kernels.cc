@@ -127,7 +127,8 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
 // Q4_K (kernels/cpu/quant_q4_k.h) and Q6_K (quant_q6_k.h) the same way: counter weight bytes per
 // second (144 / 210 per 256).
 enum class QuantKind { kQ8_0, kQ4_K, kQ6_K };
-void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, int64_t K, QuantKind kind) {
+// M > 1: a decode step of M sequences (a server's batch) against the same streamed weights.
+void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, int64_t N, int64_t K, QuantKind kind) {
   if (!locr::kernels::cpu_isa_supported(isa)) {
     st.SkipWithError("this CPU lacks the ISA");
     return;
@@ -143,20 +144,26 @@ void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t N, in
   else if (kind == QuantKind::kQ6_K) locr::kernels::quantize_row_q6_K(f.data(), ws[0].data(), N * K);
   else locr::kernels::quantize_row_q8_0(f.data(), ws[0].data(), N * K);
   while (static_cast<int>(ws.size()) < copies) ws.push_back(ws[0]);
-  const auto x = random_vec(static_cast<size_t>(K), 3);
-  std::vector<float> y(static_cast<size_t>(N));
+  const auto x = random_vec(static_cast<size_t>(M * K), 3);
+  std::vector<float> y(static_cast<size_t>(M * N));
   const CpuClock clock;
   size_t i = 0;
   for (auto _ : st) {
     const uint8_t* w = ws[i++ % ws.size()].data();
-    if (kind == QuantKind::kQ4_K) locr::kernels::gemv_q4_K(isa, w, N, K, x.data(), y.data());
-    else if (kind == QuantKind::kQ6_K) locr::kernels::gemv_q6_K(isa, w, N, K, x.data(), y.data());
-    else locr::kernels::gemv_q8_0(isa, w, N, K, x.data(), y.data());
+    if (M == 1) {
+      if (kind == QuantKind::kQ4_K) locr::kernels::gemv_q4_K(isa, w, N, K, x.data(), y.data());
+      else if (kind == QuantKind::kQ6_K) locr::kernels::gemv_q6_K(isa, w, N, K, x.data(), y.data());
+      else locr::kernels::gemv_q8_0(isa, w, N, K, x.data(), y.data());
+    } else {
+      if (kind == QuantKind::kQ4_K) locr::kernels::gemm_q4_K(isa, w, N, K, x.data(), M, y.data());
+      else if (kind == QuantKind::kQ6_K) locr::kernels::gemm_q6_K(isa, w, N, K, x.data(), M, y.data());
+      else locr::kernels::gemm_q8_0(isa, w, N, K, x.data(), M, y.data());
+    }
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();
   set_bytes(st, bytes, cpu_s);
-  set_flops(st, 2.0 * N * K, cpu_s);
+  set_flops(st, 2.0 * M * N * K, cpu_s);
 }
 
 // GEMM (prefill / vision) on quantized weights: y[M,N] = x[M,K] W[N,K]^T with W quantized once
@@ -328,9 +335,19 @@ void register_all() {
                                        std::pair{QuantKind::kQ6_K, "GemvQ6_K/"}})
       for (const G g : {G{"q", 2048, 1024}, G{"gate_up", 3072, 1024}, G{"down", 1024, 3072}})
         benchmark::RegisterBenchmark((std::string(prefix) + locr::kernels::cpu_isa_name(isa) + "/" + g.name).c_str(),
-                                     BM_GemvQuant, isa, g.n, g.k, kind)
+                                     BM_GemvQuant, isa, 1, g.n, g.k, kind)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
+    // A server's decode batch: M sequences against the streamed weights (compare Gemv/cpu-bf16/*_mM).
+    for (const auto& [kind, prefix] : {std::pair{QuantKind::kQ8_0, "GemvQ8_0/"}, std::pair{QuantKind::kQ4_K, "GemvQ4_K/"},
+                                       std::pair{QuantKind::kQ6_K, "GemvQ6_K/"}})
+      for (const int64_t m : {2, 8, 32, 64})
+        for (const G g : {G{"gate_up", 3072, 1024}, G{"down", 1024, 3072}})
+          benchmark::RegisterBenchmark((std::string(prefix) + locr::kernels::cpu_isa_name(isa) + "/" + g.name + "_m" +
+                                        std::to_string(m)).c_str(),
+                                       BM_GemvQuant, isa, m, g.n, g.k, kind)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
   }
   // The vision encoder's matmuls at ~4,000 patches (half an A4 page), quantized and BF16.
   struct GQ {
@@ -374,6 +391,9 @@ void register_all() {
         {"q", 1, 2048, 1024},    {"kv", 1, 1024, 1024},       {"o", 1, 1024, 2048},
         {"gate_up", 1, 3072, 1024}, {"down", 1, 1024, 3072}, {"lm_head", 1, 151936, 1024},
         {"gate_up_m4", 4, 3072, 1024},
+        {"gate_up_m2", 2, 3072, 1024}, {"gate_up_m8", 8, 3072, 1024}, {"gate_up_m32", 32, 3072, 1024},
+        {"gate_up_m64", 64, 3072, 1024}, {"down_m2", 2, 1024, 3072}, {"down_m8", 8, 1024, 3072},
+        {"down_m32", 32, 1024, 3072}, {"down_m64", 64, 1024, 3072},
     };
     for (const auto& g : gemvs)
       benchmark::RegisterBenchmark(("Gemv/" + b + "/" + g.name).c_str(), BM_Gemv, b, g.m, g.n, g.k)

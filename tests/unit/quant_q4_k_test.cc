@@ -229,10 +229,12 @@ TEST_P(QuantQ4_KIsa, GemvMatchesTheDequantizedReference) {
 // 64-row activation chunks): every element the same bits as that row alone on the generic path.
 TEST_P(QuantQ4_KIsa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t cols = 256 * 3;
-  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h)
+  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h) that
+  // walks it in blocks of 64 / 80 / 120 weight rows (quant_tiles.h, quant_avx512.h); m = 9: a chunk
+  // of 8 activation rows and one left over, m = 64: the most rows of one pass
   for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
     const auto w = random_q4_k(rows, cols, 21 + static_cast<uint32_t>(rows));
-    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
+    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{9}, int64_t{64}, int64_t{67}}) {
       const std::vector<float> x = normal_floats(static_cast<size_t>(m * cols), 9 + static_cast<uint32_t>(m));
       std::vector<float> y(m * rows, -1.0f);
       gemm_q4_K(GetParam(), w.data(), rows, cols, x.data(), m, y.data());

@@ -142,10 +142,12 @@ TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
 // generic path.
 TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t cols = 32 * 9;
-  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h)
+  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h) that
+  // walks it in blocks of 64 / 80 / 120 weight rows (quant_tiles.h, quant_avx512.h); m = 9: a chunk
+  // of 8 activation rows and one left over, m = 64: the most rows of one pass
   for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
     const auto w = random_q8_0(rows, cols, 21 + static_cast<uint32_t>(rows));
-    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{67}}) {
+    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{9}, int64_t{64}, int64_t{67}}) {
       std::mt19937 rng(9 + static_cast<uint32_t>(m));
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> x(m * cols);
