@@ -96,11 +96,12 @@ static inline void q8_0_tile_zmm(const uint8_t* w, int64_t w_stride, int rows, c
 
 // The kernel_table.h gemm_q8_0 entry: the scales converted once (every tile reads them many times),
 // then tiles of 8 weight rows x 4 activation rows (10 x 3, 16 x 2, 16 x 1), about sixteen
-// accumulators each. One activation row (the GEMV) goes to the 256-bit kernel (q8_0_simd.h), which
-// streams the weights faster there: no scale pass, one weight row per vector.
+// accumulators each. Up to 8 activation rows (the GEMV, a decode batch) go to the 256-bit kernel
+// (q8_0_simd.h), which streams the weights faster there: no scale pass, one weight row per vector,
+// the next tile prefetched (2.4x at 2 rows, 1.5x at 8 on Zen 4, docs/benchmarks.md); the same bits.
 static void q8_0_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
                           int64_t n_blocks, float* c, int64_t ldc) {
-  if (m == 1) return q8_0_gemm_simd(w, w_stride, n, x, x_stride, m, n_blocks, c, ldc);
+  if (m <= 8) return q8_0_gemm_simd(w, w_stride, n, x, x_stride, m, n_blocks, c, ldc);
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x);
   float* dw = qz_scratch((n + m) * n_blocks);

@@ -185,7 +185,9 @@ static inline void walk_k_quant_tiles_zmm(const void* w, int64_t w_stride, int64
                                           int64_t m, float* c, int64_t ldc, Tile tile) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(x);
-  const uint8_t* w_end = m == 1 ? wb + n * w_stride : nullptr;  // the GEMV streams from DRAM (quant_tiles.h)
+  // The GEMV and a decode batch of up to 8 rows (one activation chunk: one pass over the weights)
+  // stream the weights from DRAM (quant_tiles.h).
+  const uint8_t* w_end = m <= 8 ? wb + n * w_stride : nullptr;
   walk_quant_tiles_zmm<8, 16, 1, 8>(n, m, [&](auto nr, auto mx, int, int64_t r, int64_t i) {
     tile(nr, mx, wb + r * w_stride, xb + i * x_stride, c + i * ldc + r, w_end);
   });
