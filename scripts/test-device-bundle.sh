@@ -58,6 +58,20 @@ for name, s in r["stages"].items():
     print(name, s["status"], s.get("reason", ""))
 EOF
 }
+# Runs the bundle's run.sh in the clean root with an empty environment (OUT=/opt/out, emptied first);
+# its output goes to $WORK/NAME.out and is shown; sets rc and st (the report's "STAGE STATUS" lines).
+run_in_root() {  # NAME [run.sh arguments]
+  local name="$1"
+  shift
+  rm -rf "$CHROOT/opt/out"
+  set +e
+  chroot "$CHROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OUT=/opt/out \
+    /bin/bash /opt/bundle/run.sh "$@" > "$WORK/$name.out" 2>&1
+  rc=$?
+  set -e
+  cat "$WORK/$name.out"
+  st="$(stages "$CHROOT/opt/out/report.json" 2>/dev/null || true)"
+}
 fails=0 passes=0
 check() {  # DESCRIPTION CONDITION...
   local what="$1"
@@ -69,19 +83,13 @@ check() {  # DESCRIPTION CONDITION...
 # (what travels).
 tar -C "$CHROOT/opt" -xJf "$WORK/bundle.tar.xz"
 start=$(date +%s)
-set +e
-chroot "$CHROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OUT=/opt/out \
-  /bin/bash /opt/bundle/run.sh --cpu-only > "$WORK/cpu-only.out" 2>&1
-rc=$?
-set -e
+run_in_root cpu-only --cpu-only
 secs=$(( $(date +%s) - start ))
-cat "$WORK/cpu-only.out"
 echo "test-device-bundle: run.sh --cpu-only exited $rc after $secs s"
 report="$CHROOT/opt/out/report.json"
 check "run.sh --cpu-only exits 0" test "$rc" = 0
 check "run.sh --cpu-only finishes in under 5 minutes ($secs s)" test "$secs" -lt 300
 check "report.json is valid JSON" python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$report"
-st="$(stages "$report" 2>/dev/null || true)"
 echo "$st"
 check "the CUDA stage is skipped: no GPU" grep -q '^cuda_tests skipped no GPU' <<< "$st"
 for s in environment parity eval throughput; do
@@ -95,30 +103,16 @@ t = json.load(open(sys.argv[1]))['stages']['throughput']['figures']['phases']
 assert all(p['bench']['throughput']['pages_per_second'] > 0 for p in t.values()), t" "$report"
 
 # 2. A library of lib/ gone: the environment stage names it and nothing runs on a broken binary.
-rm -rf "$CHROOT/opt/out"
 gone="$(cd "$CHROOT/opt/bundle/lib" && ls | grep -m1 '^libpoppler-cpp')"
 mv "$CHROOT/opt/bundle/lib/$gone" "$WORK/"
-set +e
-chroot "$CHROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OUT=/opt/out \
-  /bin/bash /opt/bundle/run.sh --cpu-only > "$WORK/broken.out" 2>&1
-rc=$?
-set -e
-cat "$WORK/broken.out"
-st="$(stages "$CHROOT/opt/out/report.json" 2>/dev/null || true)"
+run_in_root broken --cpu-only
 check "a missing $gone fails the run" test "$rc" != 0
 check "the environment stage names $gone" grep -q "^environment failed .*$gone" <<< "$st"
 check "the later stages say bin/locr cannot start" grep -q "^parity skipped bin/locr cannot start: missing .*$gone" <<< "$st"
 mv "$WORK/$gone" "$CHROOT/opt/bundle/lib/"
 
 # 3. The GPU run where there is no driver and no cuBLAS: it says what is missing.
-rm -rf "$CHROOT/opt/out"
-set +e
-chroot "$CHROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OUT=/opt/out \
-  /bin/bash /opt/bundle/run.sh > "$WORK/gpu.out" 2>&1
-rc=$?
-set -e
-cat "$WORK/gpu.out"
-st="$(stages "$CHROOT/opt/out/report.json" 2>/dev/null || true)"
+run_in_root gpu
 check "a GPU run without a driver or cuBLAS fails" test "$rc" != 0
 check "it says the driver is missing" grep -q "^environment failed .*no NVIDIA driver: nvidia-smi is not on PATH" <<< "$st"
 check "the CUDA stages fail with that reason" grep -q "^cuda_tests failed no NVIDIA driver" <<< "$st"

@@ -225,6 +225,11 @@ else
   stage_result $stage passed $(( $(date +%s) - t0 )) "" "$figures"
 fi
 
+# A GPU stage fails at once, with the reason, when the GPU path cannot run; returns 0 then.
+gpu_blocked() {  # STAGE
+  [ "$MODE" = gpu ] && [ -n "$CUDA_BLOCKER" ] || return 1
+  stage_result "$1" failed 0 "$CUDA_BLOCKER"
+}
 # Skips a stage when bin/locr cannot start or the time is spent; returns 1 then.
 can_run() {  # STAGE
   if [ -n "$BLOCKER" ]; then stage_result "$1" skipped 0 "$BLOCKER"; return 1; fi
@@ -275,8 +280,8 @@ fi
 
 # ---------------------------------------------------------------- 3. parity
 stage=parity
-if [ "$MODE" = gpu ] && [ -n "$CUDA_BLOCKER" ]; then
-  stage_result $stage failed 0 "$CUDA_BLOCKER"
+if gpu_blocked $stage; then
+  :
 elif can_run $stage; then
   log="$RES/$stage.log"
   : > "$log"
@@ -300,8 +305,8 @@ fi
 stage=eval
 MODEL="$WORK/model"
 MODEL_OK=0
-if [ "$MODE" = gpu ] && [ -n "$CUDA_BLOCKER" ]; then
-  stage_result $stage failed 0 "$CUDA_BLOCKER"
+if gpu_blocked $stage; then
+  :
 elif can_run $stage; then
   log="$RES/$stage.log"
   : > "$log"
@@ -350,11 +355,10 @@ micro() { local x="$1" i f; x="${x/e*/}"; i="${x%%.*}"; f="${x#*.}"; [ "$f" = "$
 fmt_micro() { printf '%d.%03d' $(( $1 / 1000000 )) $(( ($1 % 1000000) / 1000 )); }
 
 stage=throughput
-if [ "$MODE" = gpu ] && [ -n "$CUDA_BLOCKER" ]; then
-  stage_result $stage failed 0 "$CUDA_BLOCKER"
+if gpu_blocked $stage; then
+  :
 elif [ "$MODEL_OK" != 1 ]; then
-  [ -n "$BLOCKER" ] || stage_result $stage skipped 0 "no model: the eval stage did not make one"
-  [ -n "$BLOCKER" ] && stage_result $stage skipped 0 "$BLOCKER"
+  stage_result $stage skipped 0 "${BLOCKER:-no model: the eval stage did not make one}"
 elif can_run $stage; then
   log="$RES/$stage.log"
   : > "$log"

@@ -54,6 +54,20 @@ std::vector<int32_t> collect(RequestStream& s, std::string* reason = nullptr) {
   }
 }
 
+// The recommended OCR request for tests/fixtures/images/page_small.png (the image alone), greedy.
+model::Prompt small_page_prompt() {
+  return tiny_model().build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1),
+                                   {io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png")});
+}
+RequestInput page_request(const model::Prompt& p, int max_tokens) {
+  RequestInput in;
+  in.prompt_ids = p.ids;
+  in.images = p.images;
+  in.decode.max_tokens = max_tokens;
+  in.decode.sampling.temperature = 0;
+  return in;
+}
+
 std::vector<int32_t> reference(const RequestInput& in) {
   model::Prompt p;
   p.ids = in.prompt_ids;
@@ -267,13 +281,8 @@ TEST(Engine, AFailedVisionEncodingEndsOnlyThatRequest) {
   o.debug_fail_vision = 1;
   Engine engine(tiny_model(), o);
   const auto& m = tiny_model();
-  model::Prompt p = m.build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1),
-                                   {io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png")});
-  RequestInput img;
-  img.prompt_ids = p.ids;
-  img.images = p.images;
-  img.decode.max_tokens = 8;
-  img.decode.sampling.temperature = 0;
+  const model::Prompt p = small_page_prompt();
+  const RequestInput img = page_request(p, 8);
   auto text_req = make_request("The future of AI is", 20);
   auto ts = engine.submit(text_req);
   auto bad = engine.submit(img);
@@ -504,15 +513,8 @@ TEST(Engine, MetricsRecordPhasesAndStepTokensAsVllm) {
 
 TEST(Engine, MetricsSplitTheEngineTimeOfAPageIntoVisionPrefillAndDecode) {
   Engine engine(tiny_model(), EngineOptions{});
-  const auto& m = tiny_model();
-  model::Prompt p = m.build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1),
-                                   {io::load_image(std::string(LOCR_FIXTURES_DIR) + "/images/page_small.png")});
-  RequestInput img;
-  img.prompt_ids = p.ids;
-  img.images = p.images;
-  img.decode.max_tokens = 6;
+  RequestInput img = page_request(small_page_prompt(), 6);
   img.decode.ignore_eos = true;
-  img.decode.sampling.temperature = 0;
   EXPECT_EQ(collect(*engine.submit(img)).size(), 6u);
   const std::string text = engine.metrics().render("tiny");
   const std::string busy = "locr:engine_busy_seconds_total{model_name=\"tiny\",phase=\"";
