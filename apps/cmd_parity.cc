@@ -10,18 +10,19 @@
 // backend they may part where the golden's top-1/top-2 logit gap is a near tie (at most 3x the
 // candidate's measured error on the prompt logits); the JSON says where (`near_tie`).
 // Pixel values are within 1/255 (after un-normalising) on >= 99.9% of values.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "core/error.h"
-#include "core/log.h"
 #include "io/safetensors.h"
 #include "toolkit/compare.h"
 
