@@ -52,10 +52,11 @@ struct Plan {
 };
 
 struct Impl {
+  explicit Impl(const CublasLt& l) : lt(l) {}
+  const CublasLt& lt;  // the library the constructor opened, for the life of the process
   cublasLtHandle_t handle = nullptr;
   std::map<Key, Plan> plans;
   ~Impl() {
-    const CublasLt& lt = *cublaslt();  // an Impl exists only once the library is open
     for (auto& [k, p] : plans) {
       if (!p.desc) continue;  // a fallback entry owns nothing
       lt.MatrixLayoutDestroy(p.a);
@@ -70,9 +71,8 @@ struct Impl {
 }  // namespace
 
 Gemm::Gemm(size_t workspace_bytes) : workspace_(workspace_bytes) {
-  const CublasLt& lt = cublaslt_or_fail();
-  auto* impl = new Impl;
-  const cublasStatus_t st = lt.Create(&impl->handle);
+  auto* impl = new Impl(cublaslt_or_fail());
+  const cublasStatus_t st = impl->lt.Create(&impl->handle);
   if (st != CUBLAS_STATUS_SUCCESS) {
     delete impl;
     check_lt(st, "cublasLtCreate");
@@ -95,7 +95,7 @@ void Gemm::run(const bf16* x, int64_t M, int64_t K, int64_t ldx, const bf16* w, 
     return;
   }
   auto* impl = static_cast<Impl*>(handle_);
-  const CublasLt& lt = *cublaslt();  // opened by the constructor
+  const CublasLt& lt = impl->lt;
   const uint32_t al_x = alignment_of(x), al_w = alignment_of(w), al_y = alignment_of(y);
   const Key key{M, N, K, ldx, ldw, ldy, y_bf16, accumulate, al_x, al_w, al_y};
   auto it = impl->plans.find(key);
