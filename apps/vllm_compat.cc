@@ -25,7 +25,6 @@ const NoEffect kNoEffect[] = {
     // Frontend.
     {"chat-template-content-format", Takes::kValue, "the chat template is given the message content as sent"},
     {"trust-request-chat-template", Takes::kFlag, "the server's chat template is always used"},
-    {"default-chat-template-kwargs", Takes::kValue, "the LightOnOCR template takes no keyword arguments"},
     {"return-tokens-as-token-ids", Takes::kFlag, "a request asks for it with return_tokens_as_token_ids"},
     {"enable-auto-tool-choice", Takes::kFlag, "the OCR model calls no tools; tool_calls is always empty"},
     {"exclude-tools-when-tool-choice-none", Takes::kFlag, "tools are never put in the prompt"},

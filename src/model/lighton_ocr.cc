@@ -145,11 +145,14 @@ json LightOnOcr::make_messages(const std::string* system, const std::string* pro
   return messages;
 }
 
-RenderedChat LightOnOcr::render_chat(const json& messages) const {
+RenderedChat LightOnOcr::render_chat(const json& messages, const json& template_kwargs,
+                                     bool add_generation_prompt) const {
   RenderedChat r;
   json ctx = template_vars_;
+  if (template_kwargs.is_object())
+    for (auto it = template_kwargs.begin(); it != template_kwargs.end(); ++it) ctx[it.key()] = it.value();
   ctx["messages"] = messages;
-  ctx["add_generation_prompt"] = true;
+  ctx["add_generation_prompt"] = add_generation_prompt;
   r.text = template_->render(ctx);
   r.ids = tokenizer_->encode(r.text);
   for (int32_t id : r.ids) r.n_images += id == config_.image_token_id;

@@ -85,8 +85,11 @@ class LightOnOcr {
   // `images` are the decoded images referenced by the image parts, in order.
   Prompt build_prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const;
   // The two halves of build_prompt(), for callers that check the prompt length from image sizes
-  // (image_tokens) before decoding any pixels.
-  RenderedChat render_chat(const nlohmann::json& messages) const;
+  // (image_tokens) before decoding any pixels. `template_kwargs` (a JSON object; a request's
+  // chat_template_kwargs, e.g. {"enable_thinking": false}) are extra template variables, set over
+  // the model's own (bos_token, ...) but never over `messages` or `add_generation_prompt`.
+  RenderedChat render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs = nullptr,
+                           bool add_generation_prompt = true) const;
   Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const;
   // Prompt tokens one image of (height, width) pixels expands to.
   int image_tokens(int height, int width) const;

@@ -31,7 +31,13 @@ model::Prompt build_chat_prompt(ServerContext& ctx, const ChatInput& ci, int max
   std::vector<ImageSource> sources = fetch_images(ci.image_urls, ctx.opts());
   const runtime::RequestPath& path = ctx.request_path();
   try {
-    model::RenderedChat chat = path.model().render_chat(ci.messages);
+    // --default-chat-template-kwargs, then the request's chat_template_kwargs over them.
+    nlohmann::json kwargs = ctx.opts().default_chat_template_kwargs;
+    if (ci.template_kwargs.is_object()) {
+      if (!kwargs.is_object()) kwargs = nlohmann::json::object();
+      for (auto it = ci.template_kwargs.begin(); it != ci.template_kwargs.end(); ++it) kwargs[it.key()] = it.value();
+    }
+    model::RenderedChat chat = path.model().render_chat(ci.messages, kwargs);
     if (chat.n_images != sources.size())
       bad_request(str("cannot build the prompt: the prompt has ", chat.n_images, " image placeholder(s) but ",
                       sources.size(), " image(s) were given"),

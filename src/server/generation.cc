@@ -203,6 +203,7 @@ void Generation::on_event(Choice& c, runtime::TokenEvent& e, ChoiceDelta& d) {
   ChoiceResult& r = results_[c.index];
   if (e.token >= 0) {
     ++r.n_tokens;
+    r.token_ids.push_back(e.token);
     ++completion_tokens_;
     if (params_.confidence_threshold > 0) {
       TokenConfidence& t = r.confidence;

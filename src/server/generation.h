@@ -66,6 +66,7 @@ struct ChoiceResult {
   TokenConfidence confidence;
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  std::vector<int32_t> token_ids;              // the generated ids, the one that ended it included (vLLM's token_ids)
   std::optional<runtime::FinishReason> finish_reason;  // once finished
   nlohmann::json stop_reason;
   int64_t n_tokens = 0;

@@ -289,6 +289,11 @@ ChatInput parse_chat_messages(const json& body) {
     }
     ci.messages.push_back(std::move(out));
   }
+  // vLLM's chat_template_kwargs: extra variables of the chat template (e.g. enable_thinking).
+  if (auto kw = body.find("chat_template_kwargs"); kw != body.end() && !kw->is_null()) {
+    if (!kw->is_object()) wrong_type("chat_template_kwargs", "an object", *kw);
+    ci.template_kwargs = *kw;
+  }
   return ci;
 }
 

@@ -63,6 +63,7 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx);
 struct ChatInput {
   json messages;
   std::vector<std::string> image_urls;
+  json template_kwargs;  // chat_template_kwargs (an object), or null
 };
 ChatInput parse_chat_messages(const json& body);
 
