@@ -171,4 +171,12 @@ std::vector<std::string> Args::get_all(const std::string& name) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::string Args::kind(const std::string& name) const {
+  auto it = specs_.find(name);
+  if (it == specs_.end()) return "";
+  if (it->second.is_flag) return "flag";
+  if (it->second.is_multi || it->second.is_repeated) return "values";
+  return "value";
+}
+
 }  // namespace locr::app

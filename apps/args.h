@@ -42,6 +42,11 @@ class Args {
   bool get_flag(const std::string& name, bool def = false) const;
   std::vector<std::string> get_all(const std::string& name) const;
   std::string help() const;
+  // The declared option and flag names (without dashes), in declaration order.
+  const std::vector<std::string>& names() const { return spec_order_; }
+  // How a declared name takes values: "flag" (--x / --no-x), "values" (one or more, or repeated),
+  // "value" (exactly one, or optional); "" when not declared.
+  std::string kind(const std::string& name) const;
 
  private:
   struct Spec {

@@ -23,7 +23,9 @@ function(locr_add_pytest_tests)
   list(PREPEND A_ENVIRONMENT "LOCR_BIN=$<TARGET_FILE:locr>" "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
   file(GLOB _files CONFIGURE_DEPENDS ${A_DIR}/*.py)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_files})
-  set(_cmd ${A_PYTHON} -m pytest -q -p no:cacheprovider)
+  # --rootdir: node ids relative to DIR (the pyproject.toml at the repository root would otherwise
+  # make pytest take the root as rootdir).
+  set(_cmd ${A_PYTHON} -m pytest -q -p no:cacheprovider --rootdir ${A_DIR})
   execute_process(COMMAND ${_cmd} --collect-only ${A_DIR}
                   WORKING_DIRECTORY ${A_DIR} OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)

@@ -13,6 +13,7 @@ PKGS=(
   chromium chromium-driver  # the web UI's browser tests (tests/server/test_ui.py)
   haproxy  # deploy/haproxy/haproxy.cfg and its test (tests/deploy/test_haproxy.py)
   python3 python3-venv curl
+  python3-dev  # the Python package's extension module (pyproject.toml: `pip install .`, tests tier python)
   patchelf debootstrap xz-utils  # scripts/device-bundle.sh (RUNPATHs) and its clean-root test (scripts/test-device-bundle.sh)
 )
 missing=()
