@@ -88,7 +88,7 @@ std::string nfkc(std::string_view in) {
 
 // ---------------------------------------------------------------- page layout
 
-enum class Kind { kParagraph, kItem, kRow };
+enum class Kind { kParagraph, kItem, kRow, kCode };
 
 struct Line {
   std::string text;  // without indentation and trailing spaces
@@ -98,6 +98,7 @@ struct Line {
   bool item = false;
   std::vector<std::string> cells;  // split at runs of 3+ spaces
   bool row = false;
+  bool code = false;
 };
 
 std::vector<std::string> split_cells(const std::string& s) {
@@ -234,6 +235,25 @@ std::string normalize_page_text(std::string_view layout_text) {
     i = j;
   }
 
+  const size_t long_line = max_right * 85 / 100;
+  // Code: in a run of short lines (no blank, pipe row or list item between), from the line before
+  // the first one indented deeper than its predecessor to the run's end.
+  for (size_t i = 0; i < lines.size();) {
+    auto is_short = [&](const Line& l) { return !l.blank && !l.row && !l.item && l.right < long_line; };
+    if (!is_short(lines[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < lines.size() && is_short(lines[j])) ++j;
+    for (size_t k = i + 1; k < j; ++k)
+      if (lines[k].indent > lines[k - 1].indent) {
+        for (size_t c = k - 1; c < j; ++c) lines[c].code = true;
+        break;
+      }
+    i = j;
+  }
+
   struct Unit {
     Kind kind;
     std::string text;
@@ -241,14 +261,24 @@ std::string normalize_page_text(std::string_view layout_text) {
   std::vector<Unit> units;
   bool open = false;      // the last unit may take continuation lines
   const Line* prev = nullptr;
-  const size_t long_line = max_right * 85 / 100;
+  size_t code_indent = 0;  // indentation of the current code block's first line
   for (const Line& l : lines) {
     if (l.blank) {
       open = false;
       prev = nullptr;
       continue;
     }
-    if (l.row) {
+    if (l.code) {
+      const bool continues = prev && prev->code && !units.empty() && units.back().kind == Kind::kCode;
+      if (!continues) {
+        code_indent = l.indent;
+        units.push_back({Kind::kCode, ""});
+      } else {
+        units.back().text += '\n';
+      }
+      units.back().text += std::string(l.indent > code_indent ? l.indent - code_indent : 0, ' ') + l.text;
+      open = false;
+    } else if (l.row) {
       std::string row = "|";
       for (const std::string& c : l.cells) row += " " + collapse_spaces(c) + " |";
       units.push_back({Kind::kRow, row});

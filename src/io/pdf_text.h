@@ -26,9 +26,13 @@
 //     row; a continuation line is joined with a space, or, after a line ending in "letter-",
 //     without one: the hyphen dropped when the line starts with a lower-case letter
 //     ("hyphen-" "ated" -> "hyphenated", de-hyphenation), kept otherwise ("Anglo-" "Saxon");
+//   - code: in a run of short lines (no blank line, pipe row or list item between), the lines from
+//     the one before the first line indented deeper than its predecessor to the end of the run are
+//     a code block: kept line by line (separated by "\n", spaces inside kept), indented relative to
+//     the block's first line;
 //   - a last line made only of digits (a page number) is dropped;
-//   - output: paragraphs separated by "\n\n", list items and pipe rows of one list or table by
-//     "\n", no trailing newline.
+//   - output: paragraphs and code blocks separated by "\n\n", list items and pipe rows of one list
+//     or table by "\n", no trailing newline.
 // What it does not do: it keeps side-by-side text columns side by side (a two-column page gives
 // pipe rows of half-lines), does not recover emphasis, headings levels, math or figure text, and
 // does not guess Markdown table separator rows.

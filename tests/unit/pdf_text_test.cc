@@ -82,6 +82,34 @@ TEST(PdfText, AlignedColumnsBecomePipeRows) {
   EXPECT_EQ(normalize_page_text("a   b   c\n"), "| a | b | c |");
 }
 
+TEST(PdfText, IndentedShortLinesAreCode) {
+  // A paragraph (one long line, the widest; a blank line ends it), a short sentence, then short
+  // lines (all under 85% of the widest) of which the third
+  // is indented deeper than the second: the code block starts at the second ("def f(x):", at the
+  // text's margin as LaTeX sets it) and runs to the end of the short lines, indentation relative to
+  // its first line, inner spaces kept.
+  const std::string layout =
+      "A paragraph line that is the widest one on this page of text, by far.\n"
+      "\n"
+      "An example:\n"
+      "def f(x):\n"
+      "    if x:\n"
+      "        return  1\n"
+      "    return 0\n";
+  EXPECT_EQ(normalize_page_text(layout),
+            "A paragraph line that is the widest one on this page of text, by far.\n\nAn example:\n\n"
+            "def f(x):\n    if x:\n        return  1\n    return 0");
+  // Short lines without deeper indentation stay paragraphs.
+  EXPECT_EQ(normalize_page_text("A heading\nA short sentence.\n"), "A heading\n\nA short sentence.");
+  // Indentation counts from the block's first line: that line at 2, the next at 6, gives 0 and 4.
+  EXPECT_EQ(normalize_page_text("A line wider than the others.\n\n  g()\n      h()\n"),
+            "A line wider than the others.\n\ng()\n    h()");
+  // The line before the first deeper one opens the block, even if it is text ("Intro:" at 0, then
+  // "g()" at 2): kept as it is, its own line of the block.
+  EXPECT_EQ(normalize_page_text("A line wider than the others.\n\nIntro:\n  g()\n"),
+            "A line wider than the others.\n\nIntro:\n  g()");
+}
+
 TEST(PdfText, PageNumberDroppedAndEmptyPage) {
   EXPECT_EQ(normalize_page_text("Some text.\n\n\n                 12\n\n"), "Some text.");
   EXPECT_EQ(normalize_page_text(""), "");
