@@ -15,5 +15,6 @@ int cmd_perf(int argc, char** argv);
 int cmd_ocr(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_parity(int argc, char** argv);
+int cmd_draft_sim(int argc, char** argv);
 
 }  // namespace locr::app

@@ -23,6 +23,7 @@ void usage() {
                "  pull       download a model from the Hugging Face hub (or ModelScope) into the HF cache\n"
                "  perf       in-process benchmark of one page, stage by stage (like llama-bench)\n"
                "  parity     run the transformers fixtures on a backend (cpu-bf16, cuda) against their goldens\n"
+               "  draft-sim  simulate a speculative-decoding drafter (PDF text layer, n-grams) against a target text\n"
                "  quantize   write a model as llama.cpp's GGUF files (OUT.gguf + mmproj), q8_0/f16/bf16/f32\n"
                "  version    print the version\n\n"
                "Run `locr <command> --help` for a command's options.\n");
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     if (cmd == "perf") return locr::app::cmd_perf(argc - 1, argv + 1);
     if (cmd == "quantize") return locr::app::cmd_quantize(argc - 1, argv + 1);
     if (cmd == "parity") return locr::app::cmd_parity(argc - 1, argv + 1);
+    if (cmd == "draft-sim") return locr::app::cmd_draft_sim(argc - 1, argv + 1);
     if (cmd == "version" || cmd == "--version") {
       std::printf("locr %s\n", LOCR_VERSION_STRING);
       std::printf("cuda: %s\n", locr::kernels::cuda_summary().c_str());

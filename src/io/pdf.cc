@@ -244,6 +244,26 @@ Image PdfDocument::render_page(int index) const {
   return img;
 }
 
+std::string PdfDocument::page_text(int index, PdfTextLayout layout) const {
+  check_index(index, impl_->pages);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const auto page = open_page(*impl_->doc, index);
+  const auto mode = layout == PdfTextLayout::kPhysical ? poppler::page::physical_layout
+                                                       : poppler::page::non_raw_non_physical_layout;
+  t_poppler_message.clear();
+  const poppler::byte_array utf8 = page->text(poppler::rectf(), mode).to_utf8();
+  std::string out(utf8.begin(), utf8.end());
+  // Poppler ends a page with a form feed and may use "\r\n"; callers get plain '\n' lines.
+  std::string clean;
+  clean.reserve(out.size());
+  for (char c : out)
+    if (c == '\f') clean += '\n';
+    else if (c != '\r') clean += c;
+  // A page without text gives line breaks only.
+  if (clean.find_first_not_of(" \n") == std::string::npos) clean.clear();
+  return clean;
+}
+
 #else  // !LOCR_HAVE_POPPLER
 
 PdfDocument PdfDocument::open(std::string, const PdfOptions&) { fail_unsupported(); }
@@ -252,6 +272,10 @@ PdfPageSize PdfDocument::page_size(int index) const {
   fail_unsupported();
 }
 Image PdfDocument::render_page(int index) const {
+  check_index(index, impl_->pages);
+  fail_unsupported();
+}
+std::string PdfDocument::page_text(int index, PdfTextLayout) const {
   check_index(index, impl_->pages);
   fail_unsupported();
 }

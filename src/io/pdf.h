@@ -5,7 +5,8 @@
 // text and vector graphics, on white paper, without alpha. /Rotate is honoured (a rotated page is
 // rendered rotated, as viewers show it), and the CropBox is what is rendered, as in viewers.
 //
-// This file does not extract the text layer, does not resize the rendered image further (the
+// page_text() returns a page's text layer as Poppler lays it out (io/pdf_text.h normalises it into a
+// draft corpus). This file does not resize the rendered image further (the
 // processor does that), and does not manage colour. When locr is built without Poppler
 // (-DLOCR_POPPLER=OFF, see README "PDF input") every entry point here throws kUnsupported saying
 // so; pdf_supported() tells which build this is.
@@ -40,6 +41,17 @@ struct PdfOptions {
 
 // A page's size in PDF points (1/72 inch) as displayed: the CropBox, width and height swapped
 // for /Rotate 90 and 270.
+// How page_text() lays out a page's text layer (Poppler's text_layout_enum).
+enum class PdfTextLayout {
+  // As `pdftotext -layout`: one output line per line of the page, words at their horizontal
+  // positions (columns of a table stay aligned by runs of spaces). Side-by-side text columns stay
+  // side by side.
+  kPhysical,
+  // Poppler's reading order (as `pdftotext` without -layout): text flows and columns one after the
+  // other; table cells may come out column by column.
+  kReadingOrder,
+};
+
 struct PdfPageSize {
   double width_pt = 0;
   double height_pt = 0;
@@ -74,6 +86,9 @@ class PdfDocument {
   // The page rendered per the options given to open(). Throws kLimit when the page would exceed
   // max_pixels (before anything is allocated) and kInvalidArgument when Poppler cannot render it.
   Image render_page(int index) const;
+  // The page's text layer in UTF-8, lines separated by '\n' (no form feed): empty for a page
+  // without text (a scan). The whole page box is read, /Rotate applied as in rendering.
+  std::string page_text(int index, PdfTextLayout layout = PdfTextLayout::kPhysical) const;
   const PdfOptions& options() const;
 
  private:

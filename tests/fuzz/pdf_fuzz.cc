@@ -1,5 +1,5 @@
 // The PDF path (io/pdf.cc over Poppler): open() of any bytes, then page sizes and a small render
-// of the first pages. Damaged files are locr::Error; accepted pages render to images of the
+// of the first pages and their text layer (io/pdf_text.h). Damaged files are locr::Error; accepted pages render to images of the
 // size pdf_render_size() promised. In a build without Poppler every input must be refused.
 #include <cstdint>
 #include <string>
@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "fuzz_util.h"
 #include "io/pdf.h"
+#include "io/pdf_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace locr;
@@ -27,6 +28,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const io::Image img = doc.render_page(i);
         LOCR_FUZZ_CHECK(img.width == w && img.height == h);
         LOCR_FUZZ_CHECK(img.rgb.size() == static_cast<size_t>(w) * h * 3);
+      } catch (const Error& e) {
+        LOCR_FUZZ_CHECK(e.what()[0] != '\0');
+      }
+      try {  // the text layer, as the text-layer drafter reads it
+        const std::string text = io::pdf_page_draft_text(doc, i);
+        LOCR_FUZZ_CHECK(text.find('\f') == std::string::npos);
       } catch (const Error& e) {
         LOCR_FUZZ_CHECK(e.what()[0] != '\0');
       }

@@ -1,6 +1,6 @@
 // Test helper: writes minimal valid PDF 1.4 files (catalog, page tree, one content stream per page,
-// a correct xref table) so PDF tests need no binary fixtures. Not a general PDF writer: no fonts,
-// no compression, no incremental updates.
+// a correct xref table) so PDF tests need no binary fixtures. Not a general PDF writer: no embedded
+// fonts (a page may name a standard-14 font in its resources), no compression, no incremental updates.
 #pragma once
 
 #include <cstdio>
@@ -15,8 +15,9 @@ struct PdfPageSpec {
   double height_pt = 792;
   int rotate = 0;        // /Rotate, degrees clockwise
   std::string content;   // content stream, e.g. "0 0 0 rg 0 50 100 50 re f\n"
-  PdfPageSpec(double w, double h, int rot = 0, std::string c = {})
-      : width_pt(w), height_pt(h), rotate(rot), content(std::move(c)) {}
+  std::string resources = "<< >>";  // the page's /Resources dictionary
+  PdfPageSpec(double w, double h, int rot = 0, std::string c = {}, std::string res = "<< >>")
+      : width_pt(w), height_pt(h), rotate(rot), content(std::move(c)), resources(std::move(res)) {}
 };
 
 inline std::string pdf_number(double v) {
@@ -38,7 +39,7 @@ inline std::string make_pdf(const std::vector<PdfPageSpec>& pages) {
   for (size_t i = 0; i < pages.size(); ++i) {
     const auto& p = pages[i];
     std::string page = "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 " + pdf_number(p.width_pt) + " " +
-                       pdf_number(p.height_pt) + "] /Resources << >> /Contents " + std::to_string(4 + 2 * i) +
+                       pdf_number(p.height_pt) + "] /Resources " + p.resources + " /Contents " + std::to_string(4 + 2 * i) +
                        " 0 R";
     if (p.rotate) page += " /Rotate " + std::to_string(p.rotate);
     objs.push_back(page + " >>");
