@@ -119,8 +119,11 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     }
     steps.push_back({s.pos0, s.n, s.block_table});
     if (s.want_logits) {
-      sample_rows.push_back(row + s.n - 1);
-      out->logits_seq.push_back(static_cast<int>(k));
+      LOCR_CHECK(s.n_logits >= 1 && s.n_logits <= s.n, "n_logits ", s.n_logits, " of a ", s.n, "-row step");
+      for (int64_t i = s.n - s.n_logits; i < s.n; ++i) {
+        sample_rows.push_back(row + i);
+        out->logits_seq.push_back(static_cast<int>(k));
+      }
     }
     row += s.n;
   }

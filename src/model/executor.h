@@ -91,11 +91,16 @@ struct StepSeq {
   const ImageEmbeds* images = nullptr;
   const int64_t* image_rows = nullptr;
   bool want_logits = false;      // the last row's logits (host) or sampled token
+  // With want_logits: the logits of the last n_logits rows (speculative verification: each row
+  // scores the token after it), host logits only (no device sample). Executors that cannot
+  // (supports_multi_row_logits() false) take 1 only.
+  int64_t n_logits = 1;
   const DeviceSample* sample = nullptr;  // with want_logits: sample on the device instead
 };
 
 struct StepOutput {
-  // Host logits [k, vocab] for the sequences with want_logits and no device sample, in order.
+  // Host logits [k, vocab] for the sequences with want_logits and no device sample, in order (a
+  // sequence with n_logits m has m consecutive rows, its rows in order).
   Tensor logits;
   std::vector<int> logits_seq;   // index into the step's sequences of each logits row
   // Device-sampled tokens (and log-probabilities when asked) per sequence; -1 where not sampled.
@@ -126,6 +131,8 @@ class Executor {
   virtual int block_size() const = 0;
   virtual int64_t kv_bytes_per_block() const = 0;
   virtual bool supports_device_sampling() const { return false; }
+  // StepSeq::n_logits > 1 (several rows' logits of one sequence, for speculative decoding).
+  virtual bool supports_multi_row_logits() const { return false; }
   // Waits for the work queued so far (device backends run asynchronously; timings need this).
   virtual void synchronize() {}
 
@@ -151,6 +158,7 @@ class CpuExecutor : public Executor {
  public:
   CpuExecutor(const LightOnOcr& model, const ExecutorOptions& opts);
   const char* name() const override { return "cpu"; }
+  bool supports_multi_row_logits() const override { return true; }
   int64_t kv_blocks() const override { return kv_.n_blocks(); }
   int block_size() const override { return kv_.block_size(); }
   int64_t kv_bytes_per_block() const override;

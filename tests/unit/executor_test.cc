@@ -170,6 +170,70 @@ TEST_P(CpuExecutorTest, ImagePromptMatchesDirectPathBitForBit) {
   EXPECT_TRUE(same_bits(out.logits.data<float>(), ref.data(), V));
 }
 
+
+// Speculative verification: one step over [t0, d1 .. dK] with the logits of all K+1 rows gives,
+// bit for bit, the logits of K+1 one-row decode steps (each row attends to the cache as a decode
+// row does), alone and beside another sequence's rows in the same step.
+TEST_P(CpuExecutorTest, VerificationRowsEqualOneRowDecodeStepsBitForBit) {
+  const LightOnOcr& m = tiny(GetParam());
+  const auto& tc = m.config().text;
+  const int64_t V = tc.vocab_size;
+  const int bs = 4;
+  ExecutorOptions eo;
+  eo.block_size = bs;
+  eo.kv_cache_bytes = 256 * KvPool::bytes_per_block(tc, bs, m.decoder().kv_dtype());
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "Row " + std::to_string(i) + " of a long page, ";
+  for (const std::string& text : {std::string("Verify these draft tokens, please."), long_text}) {
+  const std::vector<int32_t> prompt = text_ids(m, text);
+  const std::vector<int32_t> other = text_ids(m, "Another sequence in the batch");
+  const std::vector<int32_t> cont = {11, 42, 7, 300, 5, 19, 128, 64, 3};  // t0 then 8 drafts
+  std::vector<int32_t> table(200), table_b(16);
+  std::iota(table.begin(), table.end(), 16);
+  std::iota(table_b.begin(), table_b.end(), 0);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), cont.begin(), cont.end());
+  auto seq = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& tab, int64_t pos0, int64_t n,
+                 int64_t n_logits) {
+    StepSeq s;
+    s.ids = ids.data() + pos0;
+    s.n = n;
+    s.pos0 = pos0;
+    s.block_table = tab.data();
+    s.table_len = static_cast<int64_t>(tab.size());
+    s.want_logits = true;
+    s.n_logits = n_logits;
+    return s;
+  };
+  const int64_t P = static_cast<int64_t>(prompt.size()), K1 = static_cast<int64_t>(cont.size());
+  // One-row decode steps.
+  CpuExecutor one(m, eo);
+  StepOutput out;
+  one.step({seq(all, table, 0, P, 1)}, &out);
+  std::vector<float> ref;
+  for (int64_t j = 0; j < K1; ++j) {
+    one.step({seq(all, table, P + j, 1, 1)}, &out);
+    ASSERT_EQ(out.logits.dim(0), 1);
+    ref.insert(ref.end(), out.logits.data<float>(), out.logits.data<float>() + V);
+  }
+  for (const bool beside_other : {false, true}) {
+    CpuExecutor verify(m, eo);
+    verify.step({seq(all, table, 0, P, 1)}, &out);
+    std::vector<StepSeq> steps;
+    if (beside_other) steps.push_back(seq(other, table_b, 0, static_cast<int64_t>(other.size()), 1));
+    steps.push_back(seq(all, table, P, K1, K1));
+    verify.step(steps, &out);
+    const int64_t first = beside_other ? 1 : 0;
+    ASSERT_EQ(out.logits.dim(0), K1 + first);
+    for (int64_t j = 0; j < K1; ++j) {
+      EXPECT_EQ(out.logits_seq[first + j], beside_other ? 1 : 0);
+      EXPECT_TRUE(same_bits(out.logits.data<float>() + (first + j) * V, ref.data() + j * V, V))
+          << "row " << j << (beside_other ? " (beside another sequence)" : "") << ", prompt of " << P;
+    }
+  }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CpuExecutorTest, ::testing::Values("cpu-f32", "cpu-bf16"));
 
 TEST(Executor, FactoryPicksCpuAndGenerateRunsOnIt) {

@@ -576,24 +576,37 @@ class CpuOps final : public Ops {
     if (p.n_q <= kAttnRowsMaxQ) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
       // A paged cache is read through its block table inside the kernel, so chunks span blocks.
+      // Each row's chunks follow from the keys that row sees alone, so a row gives the same bits
+      // as a one-row decode at its position: the rows of a speculative verification step equal
+      // the decode steps they stand for.
       a.block_table = p.block_table;
       a.block_size = p.block_size;
-      const int64_t chunk = std::clamp<int64_t>(ceil_div(std::max<int64_t>(p.n_kv, 1), 4 * pool.size()), 32, 1024);
-      const int64_t n_chunks = ceil_div(std::max<int64_t>(p.n_kv, 1), chunk);
+      const int64_t threads = pool.size();
+      auto visible = [&](int64_t i) {
+        return std::max<int64_t>(1, p.causal ? std::min(p.n_kv, p.q_offset + i + 1) : p.n_kv);
+      };
+      auto chunk_of = [&](int64_t i) { return std::clamp<int64_t>(ceil_div(visible(i), 4 * threads), 32, 1024); };
+      int64_t n_chunks = 1, max_chunk = 32;
+      for (int64_t i = 0; i < p.n_q; ++i) {
+        n_chunks = std::max(n_chunks, ceil_div(visible(i), chunk_of(i)));
+        max_chunk = std::max(max_chunk, chunk_of(i));
+      }
       const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
-      const size_t per = static_cast<size_t>(p.n_heads * chunk + 16);
+      const size_t per = static_cast<size_t>(p.n_heads * max_chunk + 16);
       float* sc = static_cast<float*>(
-          scratch_slot(1).get((per * pool.size() + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
-      float* po = sc + per * pool.size();  // [n_q][n_chunks][n_heads][head_dim]
+          scratch_slot(1).get((per * threads + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
+      float* po = sc + per * threads;      // [n_q][n_chunks][n_heads][head_dim]
       float* pml = po + p.n_q * po_row;    // [n_q][n_chunks][n_heads][2]
       pool.parallel_for(p.n_q * n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
         for (int64_t task = b; task < e; ++task) {
-          const int64_t i = task / n_chunks, c = task % n_chunks;
+          const int64_t i = task / n_chunks, c = task % n_chunks, chunk = chunk_of(i);
+          if (c >= ceil_div(visible(i), chunk)) continue;  // past this row's keys
           t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
                          pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
         }
       });
-      for (int64_t i = 0; i < p.n_q; ++i) t_->attn_combine(a, i, n_chunks, po + i * po_row, pml + i * pml_row);
+      for (int64_t i = 0; i < p.n_q; ++i)
+        t_->attn_combine(a, i, ceil_div(visible(i), chunk_of(i)), po + i * po_row, pml + i * pml_row);
       return;
     }
     // Rows of K and V with several heads interleaved lie kv_stride floats apart (4 KB for 8 heads
@@ -662,7 +675,9 @@ class CpuOps final : public Ops {
 
  private:
   static constexpr int64_t kElemGrain = 16384;
-  static constexpr int64_t kAttnRowsMaxQ = 4;
+  // Query rows up to this take the per-row path: decode, small chunks, and speculative verification
+  // steps of up to 16 drafts (runtime/speculative.h), whose rows must equal one-row decodes.
+  static constexpr int64_t kAttnRowsMaxQ = 17;
 
   void convert_row(const Matrix& m, int64_t r, float* out) const {
     const int64_t n = m.cols;

@@ -245,6 +245,8 @@ void CudaExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const
     const int64_t need = (s.pos0 + s.n + bs_ - 1) / bs_;
     LOCR_CHECK(s.table_len >= need, "block table of ", s.table_len, " blocks for ", s.pos0 + s.n, " positions");
     max_blocks = std::max<int>(max_blocks, static_cast<int>(need));
+    LOCR_CHECK(!s.want_logits || s.n_logits == 1, "the CUDA executor gives one logits row per sequence "
+               "(supports_multi_row_logits() is false)");
     n_logits += s.want_logits;
     bool has_image = false;
     if (s.images && s.image_rows)
