@@ -15,8 +15,10 @@
 
 #include "apps/commands.h"
 #include "apps/model_args.h"
+#include "apps/perf_spec_replay.h"
 #include "core/thread_pool.h"
 #include "runtime/executor_factory.h"
+#include "runtime/speculative.h"
 #include "toolkit/bench_stats.h"
 #include "toolkit/synth_image.h"
 
@@ -76,6 +78,9 @@ int cmd_perf(int argc, char** argv) {
   a.option("batch", "sequences decoding together for the batch-N measurement (default 8)", "N");
   a.option("repeat", "repetitions; medians are reported (default 3)", "R");
   a.option("json", "write the medians as JSON", "FILE");
+  a.option("spec-replay", "also decode the page's --gen-tokens greedily through the serving engine at --batch, then "
+           "again with each sequence's first-run tokens as drafts, K per step (1-16): both decode rates and whether "
+           "the tokens are identical (the ceiling of speculative decoding)", "K");
   if (!a.parse(argc, argv)) return 0;
   auto m = load_model(a);
   const auto& cfg = m->config();
@@ -232,6 +237,30 @@ int cmd_perf(int argc, char** argv) {
   out["decode_empty_tok_s"] = gen / dec0;
   out["decode_batch"] = batch;
   out["decode_batch_tok_s"] = batch * gen / decn;
+  if (a.has("spec-replay")) {
+    const int k = a.get_int("spec-replay", 8);
+    if (k < 1 || k > runtime::kMaxSpeculativeTokens)
+      fail(ErrorKind::kInvalidArgument, "--spec-replay must be in [1, ", runtime::kMaxSpeculativeTokens, "]");
+    exec.reset();  // the engine's executor takes its place
+    const SpecReplayResult r = spec_replay(*m, prompt, gen, batch, k, repeat);
+    std::printf("| decode, batch %d, engine | %d tokens each | | %.1f tok/s |\n", batch, gen, r.plain_tok_s);
+    std::printf("| decode, batch %d, engine, replayed drafts K=%d | %d tokens each | | %.1f tok/s (%.2fx), %lld of "
+                "%lld drafts accepted, tokens %s |\n",
+                batch, k, gen, r.replay_tok_s, r.plain_tok_s > 0 ? r.replay_tok_s / r.plain_tok_s : 0.0,
+                static_cast<long long>(r.accepted), static_cast<long long>(r.drafted),
+                r.identical ? "identical" : "DIFFERENT");
+    out["spec_replay_k"] = k;
+    out["spec_replay_batch"] = batch;
+    out["spec_replay_plain_decode_tok_s"] = r.plain_tok_s;
+    out["spec_replay_decode_tok_s"] = r.replay_tok_s;
+    out["spec_replay_speedup"] = r.plain_tok_s > 0 ? r.replay_tok_s / r.plain_tok_s : 0.0;
+    out["spec_replay_identical"] = r.identical;
+    out["spec_replay_drafted"] = r.drafted;
+    out["spec_replay_accepted"] = r.accepted;
+    if (r.drafted == 0)
+      std::printf("note: nothing was drafted: the %s backend cannot verify drafts (speculation needs several "
+                  "logits rows per sequence)\n", m->backend().c_str());
+  }
   out["peak_rss_bytes"] = peak_rss_bytes();
   if (a.has("json")) {
     std::ofstream f(a.get("json"));

@@ -188,6 +188,9 @@ void declare_serve_options(Args& a) {
   a.option("ssl-ciphers", "HTTPS: OpenSSL cipher list for TLS 1.2", "LIST");
   a.option("max-log-len", "most characters of a prompt (debug log) or note (access log) logged (default: all)", "N");
   a.option("response-role", "the role of chat responses (default assistant)", "ROLE");
+  a.option("speculative-config", "speculative decoding, vLLM's JSON: {\"method\": \"ngram\" or \"text-layer\", "
+           "\"num_speculative_tokens\": K (1-16), \"prompt_lookup_max\": N, \"prompt_lookup_min\": M}; greedy requests "
+           "only, the output unchanged (docs/api.md)", "JSON");
   a.option("default-chat-template-kwargs", "JSON object of chat template variables every chat request starts from, "
            "e.g. '{\"enable_thinking\": false}'; a request's chat_template_kwargs are set over them", "JSON");
   a.option("override-generation-config", "JSON merged over the generation defaults, e.g. '{\"temperature\": 0.2}'",
@@ -411,6 +414,19 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
     }
     if (!so.override_generation_config.is_object())
       fail(ErrorKind::kInvalidArgument, "--override-generation-config expects a JSON object");
+  }
+  if (a.has("speculative-config")) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(a.get("speculative-config"));
+    } catch (const std::exception&) {
+      fail(ErrorKind::kInvalidArgument, "--speculative-config expects JSON such as '{\"method\": \"ngram\", "
+           "\"num_speculative_tokens\": 8}', got '", a.get("speculative-config"), "'");
+    }
+    so.speculative = runtime::parse_speculative_config(j);
+    if (so.speculative.enabled())
+      LOCR_INFO("serve: speculative decoding: ", so.speculative.method_name(), ", up to ",
+                so.speculative.num_speculative_tokens, " draft tokens per step (greedy requests)");
   }
   if (a.has("default-chat-template-kwargs")) {
     try {

@@ -3,6 +3,8 @@
 // images to decode_image. No pixel work happens here.
 #include "io/document.h"
 
+#include "io/pdf_text.h"
+
 #include <cmath>
 #include <optional>
 
@@ -43,6 +45,11 @@ Image Document::render_page(int index) const {
     case DocumentKind::kImage: return decode_image(impl_->bytes, impl_->opts.decode);
   }
   fail(ErrorKind::kInternal, "unknown document kind");
+}
+
+std::string Document::page_draft_text(int index) const {
+  if (impl_->kind != DocumentKind::kPdf || index < 0 || index >= impl_->pages) return "";
+  return pdf_page_draft_text(*impl_->pdf, index);
 }
 
 double Document::page_width_points(int index) const {

@@ -49,6 +49,9 @@ class Document {
   // The page's width in points (1/72 inch): a PDF page's box; for an image or TIFF page, which has
   // no physical size here, its width in pixels (one pixel a point). For dpi reports.
   double page_width_points(int index) const;
+  // The page's text layer as a draft corpus for speculative decoding (io/pdf_text.h
+  // pdf_page_draft_text): a PDF page's text, normalised; "" for images and TIFF pages.
+  std::string page_draft_text(int index) const;
 
  private:
   friend Document open_document(std::string bytes, const DocumentOptions& opts);

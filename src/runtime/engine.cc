@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 #include <optional>
+#include <span>
 
 #include "core/log.h"
 #include "model/memory_sizing.h"
@@ -34,6 +35,10 @@ struct Engine::Seq {
   // Token selection and the finish decision (runtime/token_selector.h, as runtime::generate).
   std::unique_ptr<TokenSelector> selector;
   uint64_t device_seed = 0;     // seeds device sampling (the request's seed when it gives one)
+  // Speculative decoding (runtime/speculative.h): the drafter, and this step's verification rows
+  // [last token, drafts...] when it has drafts.
+  std::unique_ptr<Drafter> drafter;
+  std::vector<int32_t> verify;
   // Timing.
   Clock::time_point t_submit, t_admit, t_first_token, t_last_token;
   bool admitted = false;
@@ -107,6 +112,15 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
       std::min<int64_t>(in.decode.max_tokens, opts_.max_model_len - static_cast<int64_t>(s->n_prompt));
   s->selector = std::make_unique<TokenSelector>(in.decode, max_new);
   s->device_seed = in.decode.sampling.has_seed ? in.decode.sampling.seed : std::random_device{}();
+  // Greedy requests speculate when asked and the executor can verify (several logits rows).
+  const SamplingParams& sp = in.decode.sampling;
+  const bool greedy = sp.temperature < 1e-5f || sp.top_k == 1;
+  if (in.spec.enabled() && greedy && in.decode.forced_ids.empty() && exec_->supports_multi_row_logits()) {
+    std::vector<int32_t> text;
+    for (int32_t id : in.prompt_ids)
+      if (id != model_.config().image_token_id) text.push_back(id);
+    s->drafter = make_drafter(in.spec, std::move(text), std::move(in.draft_corpus));
+  }
   s->t_submit = Clock::now();
   s->in = std::move(in);
   // Content keys on the caller's thread: an image digest (SHA-256 of its pixels, some 30 ms for a
@@ -235,6 +249,7 @@ void Engine::preempt(Seq& s) {
   s.table.clear();
   s.n_computed = 0;
   s.n_published = 0;
+  s.verify.clear();
   metrics_.preemptions.fetch_add(1);
   LOCR_DEBUG("preempted request ", s.in.request_id, " at ", s.tokens.size(), " tokens");
 }
@@ -310,6 +325,49 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
   emit(s, sel->token, std::move(e));
 }
 
+// A verification step's rows [t, d1 .. dd] scored the tokens after each: the selector chooses the
+// token after t from row 0; while it equals the next draft, that draft's KV row is kept and the
+// next row chooses the token after it. The first choice that differs from its draft (or the one
+// after the last draft) is emitted too: 1 to d + 1 tokens per step, each the token a one-row
+// decode step would have chosen (the rows' logits are bit-identical to such steps). The blocks
+// holding only rejected drafts go back to the pool.
+void Engine::verify_and_emit(Seq& s, float* logits) {
+  const int64_t V = model_.config().text.vocab_size;
+  const int d = static_cast<int>(s.verify.size()) - 1;
+  s.times.drafted_tokens += d;
+  metrics_.spec_drafts.fetch_add(1);
+  metrics_.spec_draft_tokens.fetch_add(static_cast<uint64_t>(d));
+  int accepted = 0;
+  for (int j = 0; j <= d; ++j) {
+    std::optional<Selection> sel = s.selector->select(logits + j * V, V, s.tokens);
+    if (!sel) {  // a forced output's end (such requests do not speculate; kept for safety)
+      finish(s, {});
+      break;
+    }
+    const int32_t tok = sel->token;
+    TokenEvent e;
+    e.logprob = sel->logprob;
+    e.top = std::move(sel->top);
+    emit(s, tok, std::move(e));
+    if (s.finished || j == d || tok != s.verify[static_cast<size_t>(j) + 1]) break;
+    // Draft j + 1 is the token chosen: its row's KV stays, and row j + 1 scores the next.
+    ++s.n_computed;
+    ++accepted;
+    ++s.times.accepted_tokens;
+    metrics_.spec_accepted_tokens.fetch_add(1);
+    if (static_cast<size_t>(j) < metrics_.spec_accepted_per_pos.size()) metrics_.spec_accepted_per_pos[j].fetch_add(1);
+  }
+  s.drafter->accepted(d, accepted);
+  s.verify.clear();
+  if (s.finished) return;
+  s.stream->set_times(s.times);  // the draft counts, readable before the request ends
+  const int64_t keep = blocks_.blocks_for(static_cast<int64_t>(s.tokens.size()));
+  if (static_cast<int64_t>(s.table.size()) > keep) {
+    blocks_.release(std::vector<int32_t>(s.table.begin() + keep, s.table.end()));
+    s.table.resize(static_cast<size_t>(keep));
+  }
+}
+
 // Whether the device may sample this sequence's next token: nothing the host does to logits
 // (penalties, top-logprob lists, min_tokens holding back EOS, a forced decode) applies.
 bool Engine::device_sampling(const Seq& s) const {
@@ -360,7 +418,27 @@ bool Engine::step() {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Seq& s = *running_[i];
     if (!s.vision_done) continue;
-    const int64_t n = std::min(s.pending(), budget);
+    int64_t n = std::min(s.pending(), budget);
+    s.verify.clear();
+    if (s.drafter && s.pending() == 1 && s.n_generated() >= 1) {
+      // Drafts to verify with the decode row: at most what max_tokens, the context and the
+      // step's token budget leave after the token this step chooses anyway.
+      const int64_t room = std::min({s.selector->max_new() - s.n_generated() - 1,
+                                     opts_.max_model_len - static_cast<int64_t>(s.tokens.size()) - 1, budget - 1});
+      if (room > 0) {
+        std::vector<int32_t> draft = s.drafter->propose(std::span<const int32_t>(s.tokens).subspan(s.n_prompt));
+        if (static_cast<int64_t>(draft.size()) > room) draft.resize(static_cast<size_t>(room));
+        if (!draft.empty()) {
+          s.verify.push_back(s.tokens.back());
+          s.verify.insert(s.verify.end(), draft.begin(), draft.end());
+          if (ensure_blocks(s, s.n_computed + static_cast<int64_t>(s.verify.size()))) {
+            n = static_cast<int64_t>(s.verify.size());
+          } else {  // no room for the drafts: a plain decode row
+            s.verify.clear();
+          }
+        }
+      }
+    }
     bool ok = ensure_blocks(s, s.n_computed + n);
     while (!ok) {
       // Out of blocks: preempt the most recently admitted other sequence (recompute later).
@@ -471,7 +549,7 @@ bool Engine::step() {
   for (size_t k = 0; k < sched.size(); ++k) {
     Seq& s = *sched[k].s;
     model::StepSeq st;
-    st.ids = s.tokens.data() + s.n_computed;
+    st.ids = s.verify.empty() ? s.tokens.data() + s.n_computed : s.verify.data();
     st.n = sched[k].n;
     st.pos0 = s.n_computed;
     st.block_table = s.table.data();
@@ -485,7 +563,11 @@ bool Engine::step() {
       st.images = s.image_embeds.get();
       st.image_rows = rows.data();
     }
-    if (s.n_computed + st.n == static_cast<int64_t>(s.tokens.size())) {
+    if (!s.verify.empty()) {
+      st.want_logits = true;  // every row: row j scores the token after it
+      st.n_logits = st.n;
+      sample_seqs[k] = &s;
+    } else if (s.n_computed + st.n == static_cast<int64_t>(s.tokens.size())) {
       st.want_logits = true;
       sample_seqs[k] = &s;
       if (device_sampling(s)) {
@@ -516,7 +598,7 @@ bool Engine::step() {
   int64_t step_tokens = 0;
   for (size_t k = 0; k < sched.size(); ++k) {
     const Seq& s = *sched[k].s;
-    const bool decode_row = sched[k].n == 1 && s.n_generated() >= 1 && s.pending() == 1;
+    const bool decode_row = (sched[k].n == 1 || !s.verify.empty()) && s.n_generated() >= 1 && s.pending() == 1;
     if (!decode_row) step_tokens += sched[k].n;
     if (sample_seqs[k]) ++step_tokens;
   }
@@ -525,15 +607,18 @@ bool Engine::step() {
   for (const auto& sc : sched) prompt_rows |= sc.s->n_computed < static_cast<int64_t>(sc.s->n_prompt);
   (prompt_rows ? metrics_.busy_prefill_s : metrics_.busy_decode_s).fetch_add(step_s);
   for (const auto& sc : sched) {
-    sc.s->n_computed += sc.n;
+    sc.s->n_computed += sc.s->verify.empty() ? sc.n : 1;  // a verification's draft rows count once accepted
     publish_blocks(*sc.s);
   }
   const int64_t V = model_.config().text.vocab_size;
   std::vector<float*> host_logits(sched.size(), nullptr);
-  for (size_t i = 0; i < out.logits_seq.size(); ++i) host_logits[out.logits_seq[i]] = out.logits.data<float>() + i * V;
+  for (size_t i = out.logits_seq.size(); i-- > 0;) host_logits[out.logits_seq[i]] = out.logits.data<float>() + i * V;
   for (size_t k = 0; k < sched.size(); ++k) {
     if (!sample_seqs[k]) continue;
-    if (host_logits[k]) {
+    if (!sample_seqs[k]->verify.empty()) {
+      LOCR_CHECK(host_logits[k], "the executor returned no logits for a verification");
+      verify_and_emit(*sample_seqs[k], host_logits[k]);
+    } else if (host_logits[k]) {
       sample_and_emit(*sample_seqs[k], host_logits[k]);
     } else {
       LOCR_CHECK(out.tokens.size() > k && out.tokens[k] >= 0, "the executor returned neither logits nor a token");

@@ -80,6 +80,7 @@ class Engine {
   void publish_blocks(Seq& s);
   void run_vision(Seq& s, int64_t budget);
   void sample_and_emit(Seq& s, float* logits);
+  void verify_and_emit(Seq& s, float* logits);  // speculative verification (runtime/speculative.h)
   void emit(Seq& s, int32_t tok, TokenEvent e);
   bool device_sampling(const Seq& s) const;
 

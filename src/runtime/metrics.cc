@@ -185,6 +185,14 @@ std::string EngineMetrics::render(const std::string& model_name) const {
   for (const auto& [phase, v] : {std::pair<const char*, double>{"vision", busy_vision_s.load()},
                                  {"prefill", busy_prefill_s.load()}, {"decode", busy_decode_s.load()}})
     o += "locr:engine_busy_seconds_total{" + l + ",phase=\"" + phase + "\"} " + prom_number(v) + "\n";
+  counter("vllm:spec_decode_num_drafts_total", "Speculative verification steps that had drafts.", spec_drafts.load());
+  counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified.", spec_draft_tokens.load());
+  counter("vllm:spec_decode_num_accepted_tokens_total", "Draft tokens accepted.", spec_accepted_tokens.load());
+  prom_family(o, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+              "Draft tokens accepted, by position in the draft (0: the first).");
+  for (size_t i = 0; i < spec_accepted_per_pos.size(); ++i)
+    o += "vllm:spec_decode_num_accepted_tokens_per_pos_total{" + l + ",position=\"" + std::to_string(i) + "\"} " +
+         prom_number(static_cast<double>(spec_accepted_per_pos[i].load())) + "\n";
   counter("locr:images_total", "Images admitted (pages and pictures).", images.load());
   counter("locr:repetition_stops_total", "Requests stopped by the repetition-loop guard.", repetition_stops.load());
   vision_seconds.render(o, "locr:vision_encode_seconds", "Vision-encoder time of a request's images, in seconds.", l);

@@ -48,6 +48,10 @@ struct EngineMetrics {
   std::atomic<uint64_t> prompt_tokens{0}, generation_tokens{0}, preemptions{0};
   std::atomic<uint64_t> prefix_queries{0}, prefix_hits{0};
   std::atomic<uint64_t> images{0}, repetition_stops{0};
+  // Speculative decoding (runtime/speculative.h): verification steps with drafts, drafted and
+  // accepted tokens, and accepted tokens by draft position (vLLM's spec_decode counters).
+  std::atomic<uint64_t> spec_drafts{0}, spec_draft_tokens{0}, spec_accepted_tokens{0};
+  std::array<std::atomic<uint64_t>, 16> spec_accepted_per_pos{};
   // Seconds from admission to finish of recently finished requests (stop or length), as a moving
   // average (each new one weighs 1/5); 0 until one has finished. Not rendered: the server's
   // queue-wait estimate (server/queue_wait.h) reads it.

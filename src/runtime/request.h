@@ -15,6 +15,7 @@
 
 #include "model/processor.h"
 #include "runtime/finish.h"
+#include "runtime/speculative.h"
 #include "runtime/token_selector.h"
 
 namespace locr::runtime {
@@ -24,6 +25,8 @@ struct RequestInput {
   std::vector<int32_t> prompt_ids;             // image tokens already expanded
   std::vector<model::ProcessedImage> images;   // in prompt order
   DecodeParams decode;                         // how its tokens are chosen and when it ends
+  SpeculativeConfig spec;                      // speculative decoding (off unless enabled)
+  std::vector<int32_t> draft_corpus;           // text-layer: the document's text, tokenised; replay: the tokens
 };
 
 struct TokenEvent {
@@ -40,6 +43,7 @@ struct TokenEvent {
 struct RequestTimes {
   double queued_s = 0, vision_s = 0, first_token_s = 0, finished_s = 0;
   int64_t prompt_tokens = 0, cached_tokens = 0, image_tokens = 0, generated_tokens = 0;
+  int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding
 };
 
 class RequestStream {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/log.h"
+#include "runtime/text_layer_drafter.h"
 #include "server/errors.h"
 
 namespace locr::server {
@@ -116,6 +118,24 @@ void Generation::submit(size_t i) {
     pp.load_images = nullptr;
   }
   const runtime::DecodeParams decode = decode_params(i);
+  // Speculative decoding: the request's config, else the server's; a draft text alone (a request's
+  // draft_text, a PDF page's text layer) turns on the text-layer drafter with 8 drafts per step.
+  runtime::SpeculativeConfig spec = params_.speculative.value_or(ctx_.opts().speculative);
+  std::string draft_text = params_.draft_text;
+  if (pp.load_draft_text && (!spec.enabled() || spec.method == runtime::SpeculativeConfig::Method::kTextLayer) &&
+      draft_text.empty() && !(params_.speculative && !params_.speculative->enabled())) {
+    try {
+      draft_text = pp.load_draft_text();
+    } catch (const std::exception& e) {
+      LOCR_DEBUG("generation: no draft text for prompt ", i, ": ", e.what());
+    }
+  }
+  if (!draft_text.empty() && !spec.enabled() && !(params_.speculative && !params_.speculative->enabled())) {
+    spec.method = runtime::SpeculativeConfig::Method::kTextLayer;
+    spec.num_speculative_tokens = 8;
+  }
+  std::vector<int32_t> corpus;
+  if (spec.enabled() && !draft_text.empty()) corpus = runtime::text_layer_corpus(ctx_.model().tokenizer(), draft_text);
   for (int j = 0; j < n_; ++j) {
     Choice& c = *choices_[i * n_ + j];
     runtime::RequestInput in;
@@ -123,6 +143,8 @@ void Generation::submit(size_t i) {
     in.prompt_ids = pp.ids;
     in.images = j + 1 == n_ ? std::move(pp.images) : pp.images;
     in.decode = decode;
+    in.spec = spec;
+    in.draft_corpus = corpus;
     runtime::SamplingParams& s = in.decode.sampling;
     s.seed = params_.sampling.has_seed ? params_.sampling.seed + static_cast<uint64_t>(j) : ctx_.next_seed();
     s.has_seed = true;
@@ -187,6 +209,11 @@ void Generation::finish(Choice& c, ChoiceDelta& d, runtime::FinishReason reason,
   d.stop_reason = stop_reason;
   results_[c.index].finish_reason = reason;
   results_[c.index].stop_reason = std::move(stop_reason);
+  if (c.stream) {
+    const runtime::RequestTimes t = c.stream->times();
+    results_[c.index].drafted_tokens = t.drafted_tokens;
+    results_[c.index].accepted_tokens = t.accepted_tokens;
+  }
   if (--unfinished_[c.prompt] == 0) {
     --in_flight_;
     // vLLM records n and the longest choice once per prompt, when its last choice finishes.

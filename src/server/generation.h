@@ -33,6 +33,9 @@ struct PreparedPrompt {
   // `images`: /v1/ocr renders a page only when the engine is about to take it. `ids` must
   // already be final. A throw fails only this prompt's choices (finish_reason "error").
   std::function<std::vector<model::ProcessedImage>()> load_images;
+  // When set, called with load_images when the request speculates with the text-layer method: the
+  // document's own text for this prompt (/v1/ocr: the PDF page's text layer; "" for none).
+  std::function<std::string()> load_draft_text;
 };
 
 struct TokenLogprob {
@@ -67,6 +70,7 @@ struct ChoiceResult {
   std::string text;
   std::vector<TokenLogprob> logprobs;
   std::vector<int32_t> token_ids;              // the generated ids, the one that ended it included (vLLM's token_ids)
+  int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding, once finished
   std::optional<runtime::FinishReason> finish_reason;  // once finished
   nlohmann::json stop_reason;
   int64_t n_tokens = 0;

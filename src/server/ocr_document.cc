@@ -250,6 +250,7 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
     const double points = shared_doc->page_width_points(index);
     job->pages[i].dpi = points > 0 ? static_cast<int>(std::lround(72.0 * model_size[1] / points)) : 72;
     const int page_number = selected[i];
+    prompts[i].load_draft_text = [shared_doc, index] { return shared_doc->page_draft_text(index); };
     prompts[i].load_images = [&ctx, shared_doc, job, i, index, size, n_tokens, page_number] {
       const auto t0 = Clock::now();
       model::ProcessedImage img;
@@ -337,6 +338,8 @@ json page_json(const OcrJob& job, const Gen& gen, int i) {
   if (job.opts.output == "json" || job.opts.grounding) j["raw"] = r.text;
   if (job.opts.grounding) j["blocks"] = std::move(blocks);
   if (!r.error.empty()) j["error"] = r.error;
+  if (r.drafted_tokens > 0)  // decoded with speculative drafts (the PDF's text layer, a draft_text)
+    j["speculative"] = {{"drafted", r.drafted_tokens}, {"accepted", r.accepted_tokens}};
   const TokenConfidence& c = r.confidence;
   if (c.tokens > 0) {
     const double mean = c.sum_logprob / static_cast<double>(c.tokens);

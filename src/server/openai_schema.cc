@@ -181,6 +181,20 @@ GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) 
   }
   if (auto v = opt_bool(body, "ignore_eos")) p.ignore_eos = *v;
   if (auto v = opt_bool(body, "loop_guard")) p.loop_guard = *v;
+  // Speculative decoding (locr extension fields, also inside vLLM's vllm_xargs): the request's own
+  // speculative_config over --speculative-config (false or null: off), and draft_text, a text the
+  // output is expected to follow (a previous OCR, the document's own text) for the text-layer drafter.
+  for (const json* src : {&body, body.contains("vllm_xargs") && body["vllm_xargs"].is_object() ? &body["vllm_xargs"] : nullptr}) {
+    if (!src) continue;
+    if (auto it = src->find("speculative_config"); it != src->end()) {
+      try {
+        p.speculative = runtime::parse_speculative_config(*it);
+      } catch (const locr::Error& e) {
+        bad_request(e.what(), "speculative_config");
+      }
+    }
+    if (auto v = opt_string(*src, "draft_text")) p.draft_text = *v;
+  }
   if (auto v = opt_bool(body, "skip_special_tokens")) p.skip_special_tokens = *v;
   if (auto v = opt_bool(body, "include_stop_str_in_output")) p.include_stop_str_in_output = *v;
 

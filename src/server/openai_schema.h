@@ -40,6 +40,8 @@ struct GenParams {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   std::optional<bool> loop_guard;    // locr extension; unset: the server default (off with ignore_eos)
+  std::optional<runtime::SpeculativeConfig> speculative;  // speculative_config; unset: --speculative-config
+  std::string draft_text;            // text-layer drafts from this text (a previous OCR, the document's text)
   bool skip_special_tokens = true;
   bool include_stop_str_in_output = false;
   runtime::Penalties penalties;      // repetition_penalty, presence_penalty, frequency_penalty

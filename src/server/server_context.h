@@ -82,6 +82,7 @@ struct ServerOptions {
   std::string response_role = "assistant";      // --response-role: the role of chat responses
   nlohmann::json override_generation_config;    // --override-generation-config (null: none)
   nlohmann::json default_chat_template_kwargs;  // --default-chat-template-kwargs (null: none)
+  runtime::SpeculativeConfig speculative;       // --speculative-config (off unless enabled)
   std::vector<int32_t> debug_forced_ids;        // --debug-forced-output (testing): every generation emits these
 };
 

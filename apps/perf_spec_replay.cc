@@ -1,0 +1,98 @@
+#include "apps/perf_spec_replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "runtime/engine.h"
+#include "toolkit/bench_stats.h"
+
+namespace locr::app {
+
+namespace {
+
+struct Batch {
+  std::vector<std::vector<int32_t>> tokens;
+  double decode_tok_s = 0;
+  int64_t drafted = 0, accepted = 0;
+};
+
+Batch run(runtime::Engine& engine, const model::Prompt& prompt, int gen, int batch, int k,
+          const std::vector<std::vector<int32_t>>* replay) {
+  std::vector<std::shared_ptr<runtime::RequestStream>> streams;
+  for (int b = 0; b < batch; ++b) {
+    runtime::RequestInput in;
+    in.request_id = "perf-" + std::to_string(b);
+    in.prompt_ids = prompt.ids;
+    in.images = prompt.images;
+    in.decode.max_tokens = gen;
+    in.decode.ignore_eos = true;
+    in.decode.sampling.temperature = 0;
+    if (replay) {
+      in.spec.method = runtime::SpeculativeConfig::Method::kReplay;
+      in.spec.num_speculative_tokens = k;
+      in.draft_corpus = (*replay)[static_cast<size_t>(b)];
+    }
+    streams.push_back(engine.submit(std::move(in)));
+  }
+  Batch out;
+  double first = 1e300, last = 0;
+  int64_t after_first = 0;
+  for (auto& s : streams) {
+    std::vector<int32_t> toks;
+    for (;;) {
+      auto e = s->next(std::chrono::milliseconds(600000));
+      if (!e) fail(ErrorKind::kInternal, "perf: the engine did not finish a request in 10 minutes");
+      if (e->token >= 0) toks.push_back(e->token);
+      if (e->finished) {
+        if (e->finish_reason == runtime::FinishReason::kError) fail(ErrorKind::kInternal, "perf: ", e->error);
+        break;
+      }
+    }
+    const runtime::RequestTimes t = s->times();
+    first = std::min(first, t.first_token_s);
+    last = std::max(last, t.finished_s);
+    after_first += std::max<int64_t>(0, static_cast<int64_t>(toks.size()) - 1);
+    out.drafted += t.drafted_tokens;
+    out.accepted += t.accepted_tokens;
+    out.tokens.push_back(std::move(toks));
+  }
+  out.decode_tok_s = last > first ? static_cast<double>(after_first) / (last - first) : 0;
+  return out;
+}
+
+}  // namespace
+
+SpecReplayResult spec_replay(const model::LightOnOcr& m, const model::Prompt& prompt, int gen, int batch, int k,
+                             int repeat) {
+  const auto& cfg = m.config().text;
+  const int64_t T = static_cast<int64_t>(prompt.ids.size());
+  runtime::EngineOptions eo;
+  eo.max_num_seqs = batch;
+  eo.block_size = 16;
+  eo.max_model_len = static_cast<int>(std::min<int64_t>(cfg.max_position_embeddings, T + gen + k + 2));
+  eo.enable_prefix_caching = false;
+  const int64_t blocks = (T + gen + k + 2 + eo.block_size - 1) / eo.block_size + 1;
+  eo.kv_cache_bytes = blocks * batch * model::KvPool::bytes_per_block(cfg, eo.block_size, m.decoder().kv_dtype());
+  if (m.backend() == "cuda") eo.kv_cache_bytes = -1;
+  runtime::Engine engine(m, eo);
+  std::vector<double> plain, replay;
+  SpecReplayResult r;
+  for (int i = 0; i < repeat; ++i) {
+    const Batch p = run(engine, prompt, gen, batch, k, nullptr);
+    const Batch s = run(engine, prompt, gen, batch, k, &p.tokens);
+    plain.push_back(p.decode_tok_s);
+    replay.push_back(s.decode_tok_s);
+    r.identical = r.identical && s.tokens == p.tokens;
+    r.drafted += s.drafted;
+    r.accepted += s.accepted;
+  }
+  engine.shutdown(true);
+  r.plain_tok_s = toolkit::percentile(plain, 50);
+  r.replay_tok_s = toolkit::percentile(replay, 50);
+  return r;
+}
+
+}  // namespace locr::app

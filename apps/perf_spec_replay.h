@@ -1,0 +1,24 @@
+// `locr perf --spec-replay K`: the ceiling of speculative decoding on this machine. The page prompt
+// is decoded greedily by the serving engine (N tokens, `batch` sequences at once), then decoded
+// again with each sequence's own first-run tokens as drafts, K per step (every draft right): both
+// decode rates, and whether the tokens are identical (runtime/speculative.h).
+#pragma once
+
+#include <cstdint>
+
+#include "model/lighton_ocr.h"
+
+namespace locr::app {
+
+struct SpecReplayResult {
+  double plain_tok_s = 0;   // decode tokens per second without drafts (all sequences together)
+  double replay_tok_s = 0;  // with the replayed drafts
+  bool identical = true;    // every replayed output equals its first run
+  int64_t drafted = 0, accepted = 0;  // draft tokens of the replay runs
+};
+
+// Medians over `repeat` runs of each. The engine runs without prefix caching (each run prefills).
+SpecReplayResult spec_replay(const model::LightOnOcr& m, const model::Prompt& prompt, int gen, int batch, int k,
+                             int repeat);
+
+}  // namespace locr::app
