@@ -189,8 +189,8 @@ void declare_serve_options(Args& a) {
   a.option("max-log-len", "most characters of a prompt (debug log) or note (access log) logged (default: all)", "N");
   a.option("response-role", "the role of chat responses (default assistant)", "ROLE");
   a.option("speculative-config", "speculative decoding, vLLM's JSON: {\"method\": \"ngram\" or \"text-layer\", "
-           "\"num_speculative_tokens\": K (1-16), \"prompt_lookup_max\": N, \"prompt_lookup_min\": M}; greedy requests "
-           "only, the output unchanged (docs/api.md)", "JSON");
+           "\"num_speculative_tokens\": K (1-16), \"prompt_lookup_max\": N, \"prompt_lookup_min\": M}; greedy output "
+           "unchanged, sampled output the same distribution (docs/api.md)", "JSON");
   a.option("default-chat-template-kwargs", "JSON object of chat template variables every chat request starts from, "
            "e.g. '{\"enable_thinking\": false}'; a request's chat_template_kwargs are set over them", "JSON");
   a.option("override-generation-config", "JSON merged over the generation defaults, e.g. '{\"temperature\": 0.2}'",
@@ -426,7 +426,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
     so.speculative = runtime::parse_speculative_config(j);
     if (so.speculative.enabled())
       LOCR_INFO("serve: speculative decoding: ", so.speculative.method_name(), ", up to ",
-                so.speculative.num_speculative_tokens, " draft tokens per step (greedy requests)");
+                so.speculative.num_speculative_tokens, " draft tokens per step");
   }
   if (a.has("default-chat-template-kwargs")) {
     try {

@@ -112,10 +112,9 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
       std::min<int64_t>(in.decode.max_tokens, opts_.max_model_len - static_cast<int64_t>(s->n_prompt));
   s->selector = std::make_unique<TokenSelector>(in.decode, max_new);
   s->device_seed = in.decode.sampling.has_seed ? in.decode.sampling.seed : std::random_device{}();
-  // Greedy requests speculate when asked and the executor can verify (several logits rows).
-  const SamplingParams& sp = in.decode.sampling;
-  const bool greedy = sp.temperature < 1e-5f || sp.top_k == 1;
-  if (in.spec.enabled() && greedy && in.decode.forced_ids.empty() && exec_->supports_multi_row_logits()) {
+  // Requests speculate when asked and the executor can verify (several logits rows); greedy ones
+  // keep the drafts the model would choose, sampled ones draw with the speculative rule.
+  if (in.spec.enabled() && in.decode.forced_ids.empty() && exec_->supports_multi_row_logits()) {
     std::vector<int32_t> text;
     for (int32_t id : in.prompt_ids)
       if (id != model_.config().image_token_id) text.push_back(id);
@@ -326,11 +325,12 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
 }
 
 // A verification step's rows [t, d1 .. dd] scored the tokens after each: the selector chooses the
-// token after t from row 0; while it equals the next draft, that draft's KV row is kept and the
-// next row chooses the token after it. The first choice that differs from its draft (or the one
-// after the last draft) is emitted too: 1 to d + 1 tokens per step, each the token a one-row
-// decode step would have chosen (the rows' logits are bit-identical to such steps). The blocks
-// holding only rejected drafts go back to the pool.
+// token after t from row 0, given draft d1; while the choice equals the next draft, that draft's
+// KV row is kept and the next row chooses the token after it. The first choice that differs from
+// its draft (or the one after the last draft) is emitted too: 1 to d + 1 tokens per step. Greedy:
+// each the token a one-row decode step would have chosen (the rows' logits are bit-identical to
+// such steps); sampled: drawn by the speculative rule (TokenSelector::select with the draft), the
+// same distribution. The blocks holding only rejected drafts go back to the pool.
 void Engine::verify_and_emit(Seq& s, float* logits) {
   const int64_t V = model_.config().text.vocab_size;
   const int d = static_cast<int>(s.verify.size()) - 1;
@@ -339,7 +339,8 @@ void Engine::verify_and_emit(Seq& s, float* logits) {
   metrics_.spec_draft_tokens.fetch_add(static_cast<uint64_t>(d));
   int accepted = 0;
   for (int j = 0; j <= d; ++j) {
-    std::optional<Selection> sel = s.selector->select(logits + j * V, V, s.tokens);
+    const int32_t draft = j < d ? s.verify[static_cast<size_t>(j) + 1] : -1;
+    std::optional<Selection> sel = s.selector->select(logits + j * V, V, s.tokens, draft);
     if (!sel) {  // a forced output's end (such requests do not speculate; kept for safety)
       finish(s, {});
       break;

@@ -17,8 +17,7 @@ int32_t Sampler::argmax(const float* logits, int64_t vocab) {
   return static_cast<int32_t>(best);
 }
 
-int32_t Sampler::sample(float* logits, int64_t vocab) {
-  if (p_.temperature <= 0.0f || p_.top_k == 1) return argmax(logits, vocab);
+int64_t Sampler::candidates(const float* logits, int64_t vocab, double* sum_out) {
   const float inv_t = 1.0f / p_.temperature;
   // Candidate set: top-k by partial selection; otherwise the whole vocabulary, narrowed for top-p
   // by selecting progressively larger heads until they hold p of the mass.
@@ -59,15 +58,52 @@ int32_t Sampler::sample(float* logits, int64_t vocab) {
       sorted = std::min(k, sorted * 4);
     }
   }
+  w_.resize(static_cast<size_t>(n));
   double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp((logits[idx_[i]] - mx) * inv_t);
+  for (int64_t i = 0; i < n; ++i) {
+    w_[i] = std::exp((logits[idx_[i]] - mx) * inv_t);
+    sum += w_[i];
+  }
+  *sum_out = sum;
+  return n;
+}
+
+int32_t Sampler::sample(float* logits, int64_t vocab) {
+  if (p_.temperature <= 0.0f || p_.top_k == 1) return argmax(logits, vocab);
+  double sum = 0;
+  const int64_t n = candidates(logits, vocab, &sum);
   std::uniform_real_distribution<double> u(0.0, sum);
   double r = u(rng_), acc = 0;
   for (int64_t i = 0; i < n; ++i) {
-    acc += std::exp((logits[idx_[i]] - mx) * inv_t);
+    acc += w_[i];
     if (r < acc) return idx_[i];
   }
   return idx_[n - 1];
+}
+
+int32_t Sampler::sample_with_draft(float* logits, int64_t vocab, int32_t draft) {
+  if (p_.temperature <= 0.0f || p_.top_k == 1) return argmax(logits, vocab);
+  double sum = 0;
+  const int64_t n = candidates(logits, vocab, &sum);
+  double wx = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (idx_[i] == draft) wx = w_[i];
+  // Accept with probability p(draft) = wx / sum.
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  if (wx > 0 && u01(rng_) * sum < wx) return draft;
+  const double rest = sum - wx;
+  if (!(rest > 0)) return draft;  // the draft is the only candidate (then it was accepted above)
+  // Rejected: a token from p without the draft, renormalised.
+  std::uniform_real_distribution<double> u(0.0, rest);
+  double r = u(rng_), acc = 0;
+  int32_t last = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (idx_[i] == draft) continue;
+    acc += w_[i];
+    last = idx_[i];
+    if (r < acc) return idx_[i];
+  }
+  return last;
 }
 
 }  // namespace locr::runtime

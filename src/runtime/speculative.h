@@ -7,9 +7,10 @@
 // The engine (runtime/engine.h) verifies a sequence's drafts in one decoder pass of 1 + K rows
 // whose logits equal one-row decode steps bit for bit (model/executor.h, n_logits), and keeps
 // the longest prefix of drafts equal to the tokens its TokenSelector chooses, plus the token it
-// chose after them: a greedy request's output is the same with or without speculation. Sampled
-// requests do not speculate (the rejection rule for sampled drafts is not implemented); nor do
-// requests with a forced output, nor sequences on executors without multi-row logits (CUDA).
+// chose after them: a greedy request's output is the same with or without speculation; a sampled
+// one draws with the speculative rule (Sampler::sample_with_draft), the same distribution.
+// Requests with a forced output do not speculate, nor sequences on executors without multi-row
+// logits (CUDA).
 #pragma once
 
 #include <cstdint>

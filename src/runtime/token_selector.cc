@@ -31,7 +31,8 @@ bool TokenSelector::device_may_sample() const {
   return p_.forced_ids.empty() && !p_.penalties.any() && p_.logprobs <= 0 && n_ >= p_.min_tokens;
 }
 
-std::optional<Selection> TokenSelector::select(float* logits, int64_t vocab, const std::vector<int32_t>& context) {
+std::optional<Selection> TokenSelector::select(float* logits, int64_t vocab, const std::vector<int32_t>& context,
+                                              int32_t draft) {
   Selection sel;
   // Log-probabilities of the raw model distribution (before penalties and temperature).
   float lse = 0;
@@ -67,7 +68,8 @@ std::optional<Selection> TokenSelector::select(float* logits, int64_t vocab, con
     if (p_.logprobs >= 0) sel.logprob = sel.token >= 0 && sel.token < vocab ? raw_[sel.token] - lse : -INFINITY;
     return sel;
   }
-  sel.token = sampler_.sample(logits, vocab);
+  sel.token = draft >= 0 && draft < vocab ? sampler_.sample_with_draft(logits, vocab, draft)
+                                          : sampler_.sample(logits, vocab);
   if (p_.logprobs >= 0) sel.logprob = raw_[sel.token] - lse;
   return sel;
 }

@@ -79,7 +79,11 @@ class TokenSelector {
   // the raw distribution's log-probabilities when asked, then penalties, min_tokens, then the
   // forced output or the sampler. nullopt: the request ends here without a token (a forced output
   // past its end without an EOS id; finish_reason "stop").
-  std::optional<Selection> select(float* logits, int64_t vocab, const std::vector<int32_t>& context);
+  // `draft` >= 0 (speculative decoding): the token drafted for this position; a sampled request
+  // then draws with the speculative rule (Sampler::sample_with_draft: the draft kept with its
+  // probability, else a token from the rest), which gives the same distribution as without it.
+  std::optional<Selection> select(float* logits, int64_t vocab, const std::vector<int32_t>& context,
+                                  int32_t draft = -1);
   // Records the step's token (from select() or a device) and says whether the request ends with
   // it: a stop token id, EOS (unless ignore_eos), the loop guard, max_new, the end of a forced output.
   std::optional<Finish> accept(int32_t token);

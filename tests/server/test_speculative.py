@@ -1,7 +1,7 @@
 """Speculative decoding through the server: --speculative-config (vLLM's JSON), a request's own
 speculative_config and draft_text (also inside vllm_xargs), /v1/ocr drafting from a PDF page's text
 layer by itself. Greedy output is the same with and without drafts; the spec_decode metrics count
-them; a /v1/ocr page says what was drafted and accepted."""
+them; a /v1/ocr page says what was drafted and accepted; sampled requests speculate too."""
 import base64
 import sys
 from pathlib import Path
@@ -44,7 +44,7 @@ def completion(s, prompt, **extra):
 
 
 def test_ngram_server_gives_the_same_greedy_text(plain, ngram):
-    assert "speculative decoding: ngram, up to 4 draft tokens" in ngram.log
+    assert "speculative decoding: ngram, up to 4 draft tokens per step" in ngram.log
     assert "--speculative-config has no effect" not in ngram.log
     for p in PROMPTS:
         a, b = completion(plain, p), completion(ngram, p)
@@ -54,12 +54,13 @@ def test_ngram_server_gives_the_same_greedy_text(plain, ngram):
     m = ngram.get("/metrics").text
     assert "vllm:spec_decode_num_drafts_total" in m
     assert 'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="%s",position="0"}' % NAME in m
-    # Sampled requests do not speculate; they run as without the flag.
+    # Sampled requests speculate too (the speculative sampling rule; its distribution is tested in
+    # tests/unit/speculative_test.cc).
     before = spec_counts(ngram)
-    r = ngram.post("/v1/completions", {"model": NAME, "prompt": PROMPTS[0], "temperature": 1.0, "seed": 5,
-                                       "max_tokens": 20})
+    r = ngram.post("/v1/completions", {"model": NAME, "prompt": PROMPTS[1], "temperature": 1.0, "seed": 5,
+                                       "top_k": 3, "max_tokens": 30})
     assert r.status_code == 200
-    assert spec_counts(ngram) == before
+    assert r.json()["usage"]["completion_tokens"] > 0
 
 
 def test_a_request_turns_speculation_off_or_on(plain, ngram):
@@ -114,7 +115,7 @@ def test_ocr_drafts_from_the_pdf_text_layer(plain):
         assert a["text"] == b["text"] and a["finish_reason"] == b["finish_reason"]
         assert "speculative" not in b
         assert a["speculative"]["drafted"] > 0 and 0 <= a["speculative"]["accepted"] <= a["speculative"]["drafted"]
-    # A PDF without a text layer (and a sampled request) does not speculate.
+    # A PDF without a text layer does not speculate.
     from minimal_pdf import make_pdf
     scan = plain.post("/v1/ocr", {**body, "document": base64.b64encode(make_pdf(1)).decode()}).json()
     assert "speculative" not in scan["pages"][0]

@@ -1,11 +1,13 @@
 // Speculative decoding in the engine (runtime/speculative.h): greedy output is the same token for
 // token with and without drafts (replayed, n-gram, text-layer, mostly wrong ones), alone and
 // batched with requests that do not speculate, on text and image prompts; max_tokens and EOS
-// inside a draft, cancellation mid-draft, sampled requests (which do not speculate); no KV block
+// inside a draft, cancellation mid-draft; sampled requests keep their distribution (the sampler's
+// draft rule exactly, the engine's output statistically); no KV block
 // is leaked after many rejections; the metrics count drafts; the configuration parses as vLLM's.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <random>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "io/image.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "runtime/sampler.h"
 #include "runtime/speculative.h"
 
 namespace locr::runtime {
@@ -211,19 +214,65 @@ TEST_P(SpeculativeEngine, CancelMidDraftFreesEveryBlock) {
   expect_no_leak(engine);
 }
 
-TEST_P(SpeculativeEngine, SampledRequestsDoNotSpeculate) {
+// The upper 1e-6 quantile of chi-square with df degrees of freedom (Wilson-Hilferty): a test at
+// this bound fails for a correct sampler once in a million seeds (the seeds here are fixed).
+double chi2_bound(int df) {
+  const double z = 4.753, a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+TEST_P(SpeculativeEngine, SampledRequestsKeepTheirDistribution) {
   const model::LightOnOcr& m = tiny_model(GetParam());
-  Engine engine(m, small_blocks());
-  RequestInput in = text_request(m, kPrompts[2], 20);
-  in.decode.sampling.temperature = 0.8f;
-  in.decode.sampling.seed = 3;
-  in.decode.sampling.has_seed = true;
-  const Outcome plain = collect(*engine.submit(in));
-  in.spec = spec(SpeculativeConfig::Method::kReplay, 8);
-  in.draft_corpus = plain.tokens;
-  const Outcome r = collect(*engine.submit(in));
-  EXPECT_EQ(r.times.drafted_tokens, 0);
-  EXPECT_EQ(r.tokens, plain.tokens);  // seeded: the same sample
+  EngineOptions o = small_blocks();
+  o.max_num_seqs = 32;
+  Engine engine(m, o);
+  RequestInput base = text_request(m, kPrompts[2], 3);
+  base.decode.ignore_eos = true;
+  base.decode.sampling.temperature = 1.0f;
+  base.decode.sampling.top_k = 4;  // four candidates per position: dense histograms
+  base.decode.sampling.has_seed = true;
+  const std::vector<int32_t> greedy = [&] {
+    RequestInput g = base;
+    g.decode.sampling.temperature = 0;
+    return collect(*engine.submit(g)).tokens;
+  }();
+  const int n = 400;
+  std::vector<std::map<int32_t, int>> plain(2), spec_hist(2);
+  int64_t drafted = 0, accepted = 0;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i = 0; i < n; ++i) {
+      RequestInput in = base;
+      in.decode.sampling.seed = 1000 + i + round * 100000;
+      if (round == 1) {  // drafts: the greedy output (likely tokens, often but not always drawn)
+        in.spec = spec(SpeculativeConfig::Method::kReplay, 2);
+        in.draft_corpus = greedy;
+      }
+      streams.push_back(engine.submit(in));
+    }
+    for (auto& st : streams) {
+      const Outcome r = collect(*st);
+      ASSERT_EQ(r.tokens.size(), 3u);
+      for (int pos = 0; pos < 2; ++pos) ++(round ? spec_hist : plain)[pos][r.tokens[pos + 1]];
+      drafted += r.times.drafted_tokens;
+      accepted += r.times.accepted_tokens;
+    }
+  }
+  EXPECT_GT(drafted, 0) << "sampled requests must speculate";
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted) << "the test needs rejected drafts too";
+  // Two-sample chi-square, tokens 2 and 3 (after the first verification and inside it).
+  for (int pos = 0; pos < 2; ++pos) {
+    std::map<int32_t, std::pair<int, int>> bins;
+    for (auto [t, c] : plain[pos]) bins[t].first = c;
+    for (auto [t, c] : spec_hist[pos]) bins[t].second = c;
+    double chi2 = 0;
+    for (auto [t, ab] : bins) chi2 += std::pow(ab.first - ab.second, 2.0) / (ab.first + ab.second);
+    const int df = static_cast<int>(bins.size()) - 1;
+    ASSERT_GE(df, 1);
+    EXPECT_LT(chi2, chi2_bound(df)) << "token " << pos + 2 << ": " << bins.size() << " bins";
+  }
+  expect_no_leak(engine);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SpeculativeEngine, ::testing::Values("cpu-f32", "cpu-bf16"));
@@ -261,6 +310,59 @@ TEST(SpeculativeConfig, ParsesVllmsJson) {
   EXPECT_NE(message(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 5, "prompt_lookup_max": 2})")
                 .find("more than prompt_lookup_max"),
             std::string::npos);
+}
+
+// Sampler::sample_with_draft against the exact distribution of sample(): 12 logits, temperature
+// 0.7, top-p 0.9 (the tail out of the candidate set), drafts of the likeliest, a middling and an
+// excluded token; 40,000 draws each, Pearson's chi-square at the 1e-6 bound (df = candidates - 1),
+// and the draft kept as often as its probability says (5 standard deviations).
+TEST(SpeculativeSampler, TheDraftRuleKeepsTheDistribution) {
+  const std::vector<float> logits0 = {2.0f, 1.5f, 1.2f, 0.9f, 0.5f, 0.1f, -0.3f, -1.0f, -2.0f, -3.0f, -4.0f, -6.0f};
+  const int64_t V = static_cast<int64_t>(logits0.size());
+  SamplingParams sp;
+  sp.temperature = 0.7f;
+  sp.top_p = 0.9f;
+  sp.seed = 42;
+  sp.has_seed = true;
+  // The exact distribution: softmax at temperature 0.7 over the smallest head holding 0.9 of it.
+  std::vector<double> w(V);
+  double total = 0;
+  for (int64_t i = 0; i < V; ++i) total += w[i] = std::exp((logits0[i] - logits0[0]) / 0.7);
+  std::vector<double> p(V, 0.0);
+  double cum = 0, head = 0;
+  int64_t n = 0;
+  while (n < V && cum < 0.9 * total) cum += w[n++];
+  for (int64_t i = 0; i < n; ++i) head += w[i];
+  for (int64_t i = 0; i < n; ++i) p[i] = w[i] / head;
+  ASSERT_GT(n, 3);
+  ASSERT_LT(n, V);
+  for (const int32_t draft : {0, 2, static_cast<int32_t>(V - 1)}) {
+    Sampler s(sp);
+    const int draws = 40000;
+    std::vector<int> count(V, 0);
+    for (int d = 0; d < draws; ++d) {
+      std::vector<float> l = logits0;
+      ++count[s.sample_with_draft(l.data(), V, draft)];
+    }
+    double chi2 = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      if (p[i] == 0) {
+        EXPECT_EQ(count[i], 0) << "token " << i << " is outside the candidate set (draft " << draft << ")";
+        continue;
+      }
+      const double e = p[i] * draws;
+      chi2 += (count[i] - e) * (count[i] - e) / e;
+    }
+    EXPECT_LT(chi2, chi2_bound(static_cast<int>(n) - 1)) << "draft " << draft;
+    const double pd = p[draft], sd = std::sqrt(draws * pd * (1 - pd));
+    EXPECT_NEAR(count[draft], draws * pd, 5 * sd + 1e-9) << "draft " << draft;
+  }
+  // Greedy: the argmax whatever the draft.
+  SamplingParams g;
+  g.temperature = 0;
+  Sampler gs(g);
+  std::vector<float> l = logits0;
+  EXPECT_EQ(gs.sample_with_draft(l.data(), V, 5), 0);
 }
 
 TEST(ReplayDrafter, ProposesTheTokensAfterTheOutput) {
