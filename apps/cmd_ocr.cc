@@ -37,6 +37,8 @@
 #include "io/page_range.h"
 #include "runtime/engine.h"
 #include "runtime/postprocess.h"
+#include "runtime/speculative.h"
+#include "runtime/text_layer_drafter.h"
 #include "server/memory_plan.h"
 #include "server/ocr_grounding.h"
 #include "toolkit/http_client.h"
@@ -60,7 +62,9 @@ const std::string kGroundingPrompt = "grounding";
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual PageOut run(const io::Image& page) = 0;
+  // `draft_text`: the page's own text (a PDF page's text layer), "" for none: the in-process
+  // backend drafts from it (speculative decoding), the HTTP one does not send it.
+  virtual PageOut run(const io::Image& page, const std::string& draft_text) = 0;
   virtual std::string describe() const = 0;
 };
 
@@ -92,6 +96,16 @@ class LocalBackend : public Backend {
     path_ = std::make_unique<runtime::RequestPath>(cli_request_path(a, *model_, eo.max_model_len, 0));
     max_tokens_ = a.get_int("max-tokens", 0);
     grounding_ = a.get("mode", "ocr") == "grounding";
+    if (a.has("speculative-config")) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(a.get("speculative-config"));
+      } catch (const std::exception&) {
+        fail(ErrorKind::kInvalidArgument, "--speculative-config expects JSON, got '", a.get("speculative-config"), "'");
+      }
+      spec_ = runtime::parse_speculative_config(j);
+    }
+    text_drafts_ = a.get_flag("text-drafts", true);
     const model::ModelVariant& v = model_->variant();
     if (grounding_ && v.known() && !v.grounding)
       fail(ErrorKind::kInvalidArgument, "--mode grounding needs a LightOnOCR-3 model; ", a.get("model"), " is ",
@@ -99,7 +113,7 @@ class LocalBackend : public Backend {
   }
   ~LocalBackend() override { engine_->shutdown(false); }
 
-  PageOut run(const io::Image& page) override {
+  PageOut run(const io::Image& page, const std::string& draft_text) override {
     model::Prompt prompt = path_->prompt(runtime::RequestPath::ocr_messages(grounding_), {page});
     const int64_t len = static_cast<int64_t>(prompt.ids.size());
     runtime::RequestInput in;
@@ -112,6 +126,16 @@ class LocalBackend : public Backend {
     in.decode.logprobs = 0;  // the sampled token's log-probability, for the page confidence
     in.prompt_ids = std::move(prompt.ids);
     in.images = std::move(prompt.images);
+    // Speculative decoding: --speculative-config, or drafts from the page's text layer by itself.
+    in.spec = spec_;
+    if (!draft_text.empty() && text_drafts_) {
+      if (!in.spec.enabled()) {
+        in.spec.method = runtime::SpeculativeConfig::Method::kTextLayer;
+        in.spec.num_speculative_tokens = 8;
+      }
+      if (in.spec.method == runtime::SpeculativeConfig::Method::kTextLayer)
+        in.draft_corpus = runtime::text_layer_corpus(model_->tokenizer(), draft_text);
+    }
     PageOut out;
     out.confidence.threshold = threshold_;
     out.prompt_tokens = len;
@@ -130,6 +154,9 @@ class LocalBackend : public Backend {
           fail(ErrorKind::kIo, "the engine ended the page with '", runtime::finish_reason_name(e->finish_reason), "'",
                e->error.empty() ? "" : ": ", e->error);
         out.finish_reason = runtime::finish_reason_name(e->finish_reason);
+        const runtime::RequestTimes t = stream->times();
+        out.drafted = t.drafted_tokens;
+        out.accepted = t.accepted_tokens;
         return out;
       }
     }
@@ -145,6 +172,8 @@ class LocalBackend : public Backend {
   std::string dir_;
   double threshold_ = 0.5;
   std::atomic<uint64_t> next_id_{1};
+  runtime::SpeculativeConfig spec_;
+  bool text_drafts_ = true;
 };
 
 class RemoteBackend : public Backend {
@@ -189,7 +218,7 @@ class RemoteBackend : public Backend {
     sampling_["top_logprobs"] = 0;
   }
 
-  PageOut run(const io::Image& page) override {
+  PageOut run(const io::Image& page, const std::string&) override {
     io::Image img = page;
     if (img.has_alpha()) io::flatten_alpha_on_white(img);
     img.alpha.clear();
@@ -367,6 +396,10 @@ int cmd_ocr(int argc, char** argv) {
   a.option("password", "PDF password", "PW");
   a.flag("fix-dollars", "repair escaped inline-math dollars (default on; --no-fix-dollars)");
   a.flag("tables-to-markdown", "convert representable HTML tables to pipe tables");
+  a.option("speculative-config", "--model: speculative decoding, as `locr serve --speculative-config` (default: "
+           "drafts from each PDF page's own text layer, 8 per step, where it has one)", "JSON");
+  a.flag("text-drafts", "--model: draft from each PDF page's text layer (default on; --no-text-drafts: off); the "
+                        "output is the same either way (docs/api.md, speculative decoding)");
   a.option("mode", "ocr (default: the page image alone) or grounding (LightOnOCR-3: the image then `grounding`; "
            "the page file is the Markdown of the layout blocks, page-0001.blocks.json beside it holds the blocks)", "MODE");
   a.flag("drop-headers-footers", "--mode grounding: leave header, footer, page number and footnote blocks out");
@@ -526,7 +559,7 @@ int cmd_ocr(int argc, char** argv) {
         ++pj.attempts;
         try {
           const io::Image img = dj.doc->render_page(pj.page - 1);
-          pj.out = backend->run(img);
+          pj.out = backend->run(img, dj.doc->page_draft_text(pj.page - 1));
           pj.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
           std::string raw = pj.out.text;
           // Grounding: the page is the Markdown of its blocks (their texts post-processed, as

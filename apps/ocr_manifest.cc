@@ -21,6 +21,7 @@ json page_json(const PageJob& pj) {
     p["completion_tokens"] = pj.out.completion_tokens;
     p["figures"] = figures_json(pj.figures);
     p["confidence"] = pj.out.confidence.to_json();
+    if (pj.out.drafted > 0) p["speculative"] = {{"drafted", pj.out.drafted}, {"accepted", pj.out.accepted}};
   }
   if (pj.status == "failed") p["error"] = pj.error;
   return p;
@@ -122,6 +123,10 @@ bool restore_page(const PreviousRun& prev, const std::string& source, const std:
     r.out.prompt_tokens = p.value("prompt_tokens", int64_t{0});
     r.out.completion_tokens = p.value("completion_tokens", int64_t{0});
     r.out.confidence = PageConfidence::from_json(p.value("confidence", json(nullptr)));
+    if (p.contains("speculative") && p["speculative"].is_object()) {
+      r.out.drafted = p["speculative"].value("drafted", int64_t{0});
+      r.out.accepted = p["speculative"].value("accepted", int64_t{0});
+    }
     r.figures = p.contains("figures") ? figures_from_json(p["figures"]) : std::vector<PageFigure>{};
     r.seconds = p.value("seconds", 0.0);
     r.attempts = p.value("attempts", 0);

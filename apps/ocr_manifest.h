@@ -23,6 +23,7 @@ struct PageOut {
   std::string finish_reason;
   int64_t prompt_tokens = 0, completion_tokens = 0;
   PageConfidence confidence;  // unknown when the backend gave no log-probabilities
+  int64_t drafted = 0, accepted = 0;  // speculative decoding (the page's text layer), in-process
 };
 
 struct PageJob {

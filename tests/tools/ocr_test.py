@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from minimal_pdf import make_pdf  # noqa: E402
+from minimal_pdf import make_pdf, make_text_pdf  # noqa: E402
 from serve_process import start_locr_serve  # noqa: E402
 
 failures = []
@@ -95,7 +95,31 @@ def main() -> int:
                   and 0 <= pg["confidence"]["tokens_below_threshold"] <= pg["confidence"]["tokens"]
                   for d in m["documents"] for pg in d["pages"]), "every page has its confidence")
         confidence1 = {(d["source"], pg["page"]): pg["confidence"] for d in m["documents"] for pg in d["pages"]}
+        check(all("speculative" not in pg for d in m["documents"] for pg in d["pages"]),
+              "pages without a text layer (images, a scanned PDF) are decoded without drafts")
         ref = texts(out1)
+
+        # 1b. A PDF with a text layer: drafts from it by default (speculative decoding), the pages'
+        # drafted and accepted counts in the manifest; --no-text-drafts gives the same text without.
+        if have_pdf:
+            tin = work / "text-in"
+            tin.mkdir()
+            (tin / "letter.pdf").write_bytes(make_text_pdf([["Invoice 2026-001", "Total: 42.00 EUR", "Thank you."],
+                                                            ["Page two text", "More lines"]]))
+            runs = {}
+            for flag in ("--text-drafts", "--no-text-drafts"):
+                out = work / ("drafts" + flag)
+                p = subprocess.run([locr, "ocr", str(tin), "-o", str(out), "--model", model, "--threads", "1",
+                                    *common, flag], capture_output=True, text=True, timeout=300)
+                check(p.returncode == 0, f"{flag} run succeeds (rc={p.returncode}) {p.stderr[-300:]}")
+                runs[flag] = (texts(out), [pg for d in json.loads((out / "manifest.json").read_text())["documents"]
+                                           for pg in d["pages"]])
+            on, off = runs["--text-drafts"], runs["--no-text-drafts"]
+            check(on[0] == off[0] and len(on[0]) == 2, "text-layer drafts leave every page's text as it is")
+            check(len(on[1]) == 2 and all(pg["speculative"]["drafted"] > 0
+                                          and 0 <= pg["speculative"]["accepted"] <= pg["speculative"]["drafted"]
+                                          for pg in on[1]), f"the manifest counts drafts per page: {on[1]}")
+            check(all("speculative" not in pg for pg in off[1]), "--no-text-drafts decodes without drafts")
 
         # Rerun: nothing left to do, everything skipped, same files.
         p = subprocess.run([locr, "ocr", str(inputs), "-o", str(out1), "--model", model, *common],
