@@ -21,7 +21,7 @@ import requests
 from conftest import NAME, Server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from minimal_pdf import make_pdf  # noqa: E402
+from minimal_pdf import make_pdf, make_text_pdf  # noqa: E402
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -171,6 +171,39 @@ def test_two_page_pdf_progress_pages_and_download(srv, tmp_path):
         j = json.loads(jtarget.read_text())
         assert [p["text"] for p in j["pages"]] == [p["text"] for p in ref["pages"]]
         assert j["document"] == ref["document"]
+        assert severe_console_errors(d) == []
+    finally:
+        d.quit()
+
+
+def test_text_layer_pdf_shows_its_drafts(srv, tmp_path):
+    """A PDF with a text layer is decoded with drafts from it (speculative decoding): each page shows
+    how many drafted tokens were accepted, as /v1/ocr reports them; a scan shows nothing of the kind."""
+    pdf = tmp_path / "letter.pdf"
+    pdf.write_bytes(make_text_pdf([["Invoice 2026-001", "Total: 42.00 EUR", "Thank you."], ["Page two text"]]))
+    scan = tmp_path / "scan.pdf"
+    scan.write_bytes(make_pdf(1))
+    d = browser()
+    try:
+        d.get(srv.url + "/")
+        d.find_element(By.ID, "opt-temperature").send_keys("0")  # greedy, as the reference below
+        start_ocr(d, pdf, 40)
+        wait(d, lambda: doc_state(d) == "done", 120, "the text-layer document")
+        ref = requests.post(srv.url + "/v1/ocr", files={"file": ("a.pdf", pdf.read_bytes())},
+                            data={"max_tokens": "40", "dpi": DPI, "temperature": "0"}, timeout=120).json()
+        pages = d.find_elements(By.CSS_SELECTOR, "#docs .page")
+        assert len(pages) == 2
+        for p, r in zip(pages, ref["pages"]):
+            sp = r["speculative"]
+            assert sp["drafted"] > 0
+            badge = p.find_element(By.CSS_SELECTOR, ".page-drafts")
+            assert badge.is_displayed()
+            assert badge.text == f"drafts {sp['accepted']} / {sp['drafted']} accepted", badge.text
+        shot(d, "text-layer-drafts")
+        start_ocr(d, scan)  # the fields keep 40 tokens, the dpi and greedy
+        find_scan = "return [...window.locrApp.state.docs].find(x => x.file.name === 'scan.pdf')"
+        wait(d, lambda: d.execute_script(find_scan + "?.el.dataset.state") == "done", 120, "the scan")
+        assert d.execute_script(find_scan + ".el.querySelector('.page .page-drafts').hidden") is True
         assert severe_console_errors(d) == []
     finally:
         d.quit()

@@ -250,6 +250,14 @@
           "; tokens under probability " + conf.threshold + ": " + conf.tokens_below_threshold + " of " + conf.tokens;
         c.hidden = false;
       }
+      const sp = r.speculative;  // decoded with drafts from the page's own text layer
+      if (sp && sp.drafted > 0) {
+        const s = el.querySelector(".page-drafts");
+        s.textContent = "drafts " + sp.accepted + " / " + sp.drafted + " accepted";
+        s.title = "speculative decoding from the page's text layer: " + sp.accepted + " of " + sp.drafted +
+          " drafted tokens accepted, each one a decode step saved; the text is the same as without drafts";
+        s.hidden = false;
+      }
       el.querySelector(".raw").textContent = r.text;
       el.querySelector(".rendered").innerHTML = R.renderMarkdown(r.text);
       for (const b of el.querySelectorAll(".page-actions button")) b.disabled = false;
