@@ -249,6 +249,10 @@ int cmd_perf(int argc, char** argv) {
                 batch, k, gen, r.replay_tok_s, r.plain_tok_s > 0 ? r.replay_tok_s / r.plain_tok_s : 0.0,
                 static_cast<long long>(r.accepted), static_cast<long long>(r.drafted),
                 r.identical ? "identical" : "DIFFERENT");
+    std::printf("| decode, batch %d, engine, drafts that never match K=%d (back-off) | %d tokens each | | %.1f tok/s "
+                "(%.3fx), %lld drafted |\n",
+                batch, k, gen, r.miss_tok_s, r.plain_tok_s > 0 ? r.miss_tok_s / r.plain_tok_s : 0.0,
+                static_cast<long long>(r.miss_drafted));
     out["spec_replay_k"] = k;
     out["spec_replay_batch"] = batch;
     out["spec_replay_plain_decode_tok_s"] = r.plain_tok_s;
@@ -257,6 +261,10 @@ int cmd_perf(int argc, char** argv) {
     out["spec_replay_identical"] = r.identical;
     out["spec_replay_drafted"] = r.drafted;
     out["spec_replay_accepted"] = r.accepted;
+    out["spec_miss_decode_tok_s"] = r.miss_tok_s;
+    out["spec_miss_ratio"] = r.plain_tok_s > 0 ? r.miss_tok_s / r.plain_tok_s : 0.0;
+    out["spec_miss_drafted"] = r.miss_drafted;
+    out["spec_miss_accepted"] = r.miss_accepted;
     if (r.drafted == 0)
       std::printf("note: nothing was drafted: the %s backend cannot verify drafts (speculation needs several "
                   "logits rows per sequence)\n", m->backend().c_str());

@@ -78,20 +78,29 @@ SpecReplayResult spec_replay(const model::LightOnOcr& m, const model::Prompt& pr
   eo.kv_cache_bytes = blocks * batch * model::KvPool::bytes_per_block(cfg, eo.block_size, m.decoder().kv_dtype());
   if (m.backend() == "cuda") eo.kv_cache_bytes = -1;
   runtime::Engine engine(m, eo);
-  std::vector<double> plain, replay;
+  std::vector<double> plain, replay, miss;
+  const int64_t vocab = cfg.vocab_size;
   SpecReplayResult r;
   for (int i = 0; i < repeat; ++i) {
     const Batch p = run(engine, prompt, gen, batch, k, nullptr);
     const Batch s = run(engine, prompt, gen, batch, k, &p.tokens);
+    std::vector<std::vector<int32_t>> wrong = p.tokens;
+    for (auto& seq : wrong)
+      for (int32_t& t : seq) t = static_cast<int32_t>((t + 1) % vocab);  // never the greedy token
+    const Batch w = run(engine, prompt, gen, batch, k, &wrong);
     plain.push_back(p.decode_tok_s);
     replay.push_back(s.decode_tok_s);
-    r.identical = r.identical && s.tokens == p.tokens;
+    miss.push_back(w.decode_tok_s);
+    r.identical = r.identical && s.tokens == p.tokens && w.tokens == p.tokens;
     r.drafted += s.drafted;
     r.accepted += s.accepted;
+    r.miss_drafted += w.drafted;
+    r.miss_accepted += w.accepted;
   }
   engine.shutdown(true);
   r.plain_tok_s = toolkit::percentile(plain, 50);
   r.replay_tok_s = toolkit::percentile(replay, 50);
+  r.miss_tok_s = toolkit::percentile(miss, 50);
   return r;
 }
 

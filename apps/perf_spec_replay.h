@@ -1,7 +1,8 @@
 // `locr perf --spec-replay K`: the ceiling of speculative decoding on this machine. The page prompt
 // is decoded greedily by the serving engine (N tokens, `batch` sequences at once), then decoded
 // again with each sequence's own first-run tokens as drafts, K per step (every draft right): both
-// decode rates, and whether the tokens are identical (runtime/speculative.h).
+// decode rates, and whether the tokens are identical (runtime/speculative.h); and a third time with
+// drafts that never match, to measure what the back-off leaves of a miss's cost.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,10 @@ struct SpecReplayResult {
   double replay_tok_s = 0;  // with the replayed drafts
   bool identical = true;    // every replayed output equals its first run
   int64_t drafted = 0, accepted = 0;  // draft tokens of the replay runs
+  // Drafts that are always wrong (each first-run token + 1), with the drafters' back-off: the cost
+  // of speculating where nothing matches (a scan, a page whose text layer is not what is written).
+  double miss_tok_s = 0;
+  int64_t miss_drafted = 0, miss_accepted = 0;
 };
 
 // Medians over `repeat` runs of each. The engine runs without prefix caching (each run prefills).

@@ -94,14 +94,14 @@ std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& c, std::vector<in
       return std::make_unique<TextLayerDrafter>(std::move(corpus), o);
     }
     case SpeculativeConfig::Method::kReplay:
-      return std::make_unique<ReplayDrafter>(std::move(corpus), c.num_speculative_tokens);
+      return std::make_unique<ReplayDrafter>(std::move(corpus), c.num_speculative_tokens, bo);
     case SpeculativeConfig::Method::kNone: break;
   }
   return nullptr;
 }
 
-ReplayDrafter::ReplayDrafter(std::vector<int32_t> tokens, int k)
-    : Drafter(k, BackoffOptions{false, 0}), tokens_(std::move(tokens)) {}
+ReplayDrafter::ReplayDrafter(std::vector<int32_t> tokens, int k, BackoffOptions backoff)
+    : Drafter(k, backoff), tokens_(std::move(tokens)) {}
 
 std::vector<int32_t> ReplayDrafter::lookup(std::span<const int32_t> output, int max_tokens) {
   const size_t n = output.size();

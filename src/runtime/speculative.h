@@ -51,10 +51,11 @@ SpeculativeConfig parse_speculative_config(const nlohmann::json& j);
 std::unique_ptr<Drafter> make_drafter(const SpeculativeConfig& c, std::vector<int32_t> prompt_text,
                                       std::vector<int32_t> corpus);
 
-// Replays `tokens`: proposes tokens[n .. n + K) after an output of n tokens (no back-off).
+// Replays `tokens`: proposes tokens[n .. n + K) after an output of n tokens (back-off as given;
+// none by default).
 class ReplayDrafter final : public Drafter {
  public:
-  ReplayDrafter(std::vector<int32_t> tokens, int k);
+  ReplayDrafter(std::vector<int32_t> tokens, int k, BackoffOptions backoff = {false, 0});
   std::string_view name() const override { return "replay"; }
 
  protected:

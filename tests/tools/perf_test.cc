@@ -27,6 +27,37 @@ TEST(Perf, WritesEveryStageToJson) {
   std::filesystem::remove(out);
 }
 
+// --spec-replay: the second run replays the first one's tokens as drafts (all right, all accepted),
+// the third drafts a wrong token every time (none accepted, and the back-off drafts far less than K a
+// step); each gives the first run's tokens.
+TEST(Perf, SpecReplayWritesBothRatesAndChecksTheTokens) {
+  const auto out = std::filesystem::temp_directory_path() / ("locr_perf_spec_" + std::to_string(::getpid()) + ".json");
+  const int gen = 24, batch = 2, k = 4, repeat = 2;
+  const std::string cmd = std::string(LOCR_BIN) + " perf --model " + LOCR_FIXTURES_DIR +
+                          "/models/tiny_a --image-size 300x200 --gen-tokens " + std::to_string(gen) + " --batch " +
+                          std::to_string(batch) + " --repeat " + std::to_string(repeat) + " --spec-replay " +
+                          std::to_string(k) + " --json " + out.string() + " >&2";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const char* key : {"spec_replay_decode_tok_s", "spec_replay_plain_decode_tok_s", "spec_miss_decode_tok_s"})
+    EXPECT_GT(j.at(key).get<double>(), 0.0) << key;
+  EXPECT_TRUE(j.at("spec_replay_identical").get<bool>());
+  EXPECT_EQ(j.at("spec_replay_k").get<int>(), k);
+  // Each sequence's first token comes from the prefill; of the other gen - 1, each step takes its
+  // drafts (all right) and one of the model's own: at least K/(K+1) of them were drafts.
+  const int64_t seqs = int64_t{repeat} * batch;
+  const int64_t drafted = j.at("spec_replay_drafted").get<int64_t>();
+  EXPECT_EQ(j.at("spec_replay_accepted").get<int64_t>(), drafted);
+  EXPECT_GE(drafted, seqs * ((gen - 1) * k / (k + 1) - 1));
+  EXPECT_LE(drafted, seqs * (gen - 1));
+  // Drafts that never match: none accepted, and the back-off verifies far fewer than K a step.
+  EXPECT_EQ(j.at("spec_miss_accepted").get<int64_t>(), 0);
+  EXPECT_GT(j.at("spec_miss_drafted").get<int64_t>(), 0);
+  EXPECT_LT(j.at("spec_miss_drafted").get<int64_t>(), seqs * (gen - 1) * k / 4);
+  std::filesystem::remove(out);
+}
+
 TEST(Perf, TextPromptMode) {
   const std::string cmd = std::string(LOCR_BIN) + " perf --model " + LOCR_FIXTURES_DIR +
                           "/models/tiny_a --prompt-tokens 50 --gen-tokens 2 --repeat 1 >&2";
