@@ -597,13 +597,17 @@ class CpuOps final : public Ops {
           scratch_slot(1).get((per * threads + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
       float* po = sc + per * threads;      // [n_q][n_chunks][n_heads][head_dim]
       float* pml = po + p.n_q * po_row;    // [n_q][n_chunks][n_heads][2]
-      pool.parallel_for(p.n_q * n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
-        for (int64_t task = b; task < e; ++task) {
-          const int64_t i = task / n_chunks, c = task % n_chunks, chunk = chunk_of(i);
-          if (c >= ceil_div(visible(i), chunk)) continue;  // past this row's keys
-          t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
-                         pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
-        }
+      // A task is one chunk of keys for every row in turn: the rows of a verification step (which
+      // see nearly the same keys) read the chunk from DRAM once and then from this core's cache.
+      // Each (row, chunk) is computed alone as before, so the bits do not depend on the rows.
+      pool.parallel_for(n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
+        for (int64_t c = b; c < e; ++c)
+          for (int64_t i = 0; i < p.n_q; ++i) {
+            const int64_t chunk = chunk_of(i);
+            if (c >= ceil_div(visible(i), chunk)) continue;  // past this row's keys
+            t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
+                           pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
+          }
       });
       for (int64_t i = 0; i < p.n_q; ++i)
         t_->attn_combine(a, i, ceil_div(visible(i), chunk_of(i)), po + i * po_row, pml + i * pml_row);
