@@ -22,7 +22,9 @@ struct SpecReplayResult {
   int64_t miss_drafted = 0, miss_accepted = 0;
 };
 
-// Medians over `repeat` runs of each. The engine runs without prefix caching (each run prefills).
+// Medians over `repeat` runs of each. The sequences' prompts differ in their first token (no shared
+// KV), and a warm-up run fills the prefix cache, so each measured run decodes its whole batch
+// together from the first token.
 SpecReplayResult spec_replay(const model::LightOnOcr& m, const model::Prompt& prompt, int gen, int batch, int k,
                              int repeat);
 
