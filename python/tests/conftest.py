@@ -2,13 +2,9 @@
 from this repository is installed (CTest tier `python`). The `locr` command they compare with is
 the one the wheel installed beside Python ($VENV/bin/locr): the same engine behind the CLI."""
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
-import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -35,27 +31,8 @@ class Server:
     """`locr serve` (the wheel's) on loopback, port picked by the OS."""
 
     def __init__(self, *flags, model=MODEL):
-        args = [locr_bin(), "serve", str(model), "--host", "127.0.0.1", "--port", "0", "--served-model-name", "m",
-                *flags]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=dict(os.environ, LOCR_LOG_LEVEL="info"), errors="replace")
-        self.lines, self.port = [], None
-        ready = threading.Event()
-
-        def reader():
-            for line in self.proc.stdout:
-                self.lines.append(line)
-                m = re.search(r"listening on http://[^:]+:(\d+)", line)
-                if m:
-                    self.port = int(m.group(1))
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=reader, daemon=True).start()
-        if not ready.wait(60) or self.port is None:
-            self.stop()
-            raise RuntimeError("locr serve did not start:\n" + "".join(self.lines))
-        self.url = f"http://127.0.0.1:{self.port}"
+        from serve_process import start_locr_serve
+        self.proc, self.url = start_locr_serve(locr_bin(), [str(model), *flags], name="m", threads=None)
 
     def post(self, path, body):
         req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
