@@ -28,8 +28,10 @@ std::vector<int32_t> prompt_of(const model::Prompt& prompt, int b, int64_t vocab
   return ids;
 }
 
+// `replay`: each sequence's drafts (none: plain decoding); `backoff`: the drafters' back-off (off for
+// the ceiling, where every draft is right and a short first draft would only lower it).
 Batch run(runtime::Engine& engine, const model::Prompt& prompt, int64_t vocab, int gen, int batch, int k,
-          const std::vector<std::vector<int32_t>>* replay) {
+          const std::vector<std::vector<int32_t>>* replay, bool backoff = false) {
   std::vector<std::shared_ptr<runtime::RequestStream>> streams;
   for (int b = 0; b < batch; ++b) {
     runtime::RequestInput in;
@@ -42,6 +44,7 @@ Batch run(runtime::Engine& engine, const model::Prompt& prompt, int64_t vocab, i
     if (replay) {
       in.spec.method = runtime::SpeculativeConfig::Method::kReplay;
       in.spec.num_speculative_tokens = k;
+      in.spec.backoff = backoff;
       in.draft_corpus = (*replay)[static_cast<size_t>(b)];
     }
     streams.push_back(engine.submit(std::move(in)));
@@ -100,7 +103,7 @@ SpecReplayResult spec_replay(const model::LightOnOcr& m, const model::Prompt& pr
     std::vector<std::vector<int32_t>> wrong = p.tokens;
     for (auto& seq : wrong)
       for (int32_t& t : seq) t = static_cast<int32_t>((t + 1) % vocab);  // never the greedy token
-    const Batch w = run(engine, prompt, vocab, gen, batch, k, &wrong);
+    const Batch w = run(engine, prompt, vocab, gen, batch, k, &wrong, /*backoff=*/true);
     plain.push_back(p.decode_tok_s);
     replay.push_back(s.decode_tok_s);
     miss.push_back(w.decode_tok_s);

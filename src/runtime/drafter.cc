@@ -6,7 +6,8 @@
 
 namespace locr::runtime {
 
-DraftBackoff::DraftBackoff(int k, BackoffOptions opts) : k_(k), opts_(opts), length_(k) {
+DraftBackoff::DraftBackoff(int k, BackoffOptions opts)
+    : k_(k), opts_(opts), length_(opts.enabled ? std::clamp(opts.start, 1, std::max(1, k)) : k) {
   if (k < 1) fail(ErrorKind::kInvalidArgument, "num_speculative_tokens must be at least 1, not ", k);
   if (opts_.max_skip < 0) fail(ErrorKind::kInvalidArgument, "the back-off's max_skip must be >= 0");
 }

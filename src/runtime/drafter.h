@@ -13,13 +13,16 @@
 // propose() may return fewer tokens than K, or none (no match, or backing off); an empty draft
 // needs no accepted() call (one with drafted 0 is ignored).
 //
-// Back-off (DraftBackoff): a drafter that keeps missing costs verification work for nothing. After
-// a step whose draft had no token accepted, the draft length is halved (down to 1), and from the
-// second miss in a row on the drafter also sits out steps: 2^(misses-1) - 1 of them (1, 3, 7, ...,
-// at most max_skip). Any accepted token ends the streak, and each step with an accepted token
-// doubles the draft length again (up to K). In the steady state of a page where nothing matches
-// this is one 1-token draft every max_skip + 1 steps (1/17 of a draft token per step by default),
-// against K per step without back-off.
+// Back-off (DraftBackoff): a drafter that keeps missing costs verification work for nothing. A
+// drafter starts with short drafts (`start` tokens, 2 by default) and each step with an accepted
+// token doubles the length (up to K): 2, 4, 8 on a page that matches, so a page that never does
+// pays for 2 rows, not K. After a step whose draft had no token accepted, the length is halved
+// (down to 1), and from the second miss in a row on the drafter also sits out steps: 2^(misses-1)
+// - 1 of them (1, 3, 7, ..., at most max_skip). Any accepted token ends the streak. In the steady
+// state of a page where nothing matches this is one 1-token draft every max_skip + 1 steps (1/33 of
+// a draft token per step by default), against K per step without back-off. Measured costs behind
+// the defaults: a verified row costs 0.2 of a decode step at batch 1 and ~0.45 of a sequence's
+// share of the step at batch 8 on a 2-core CPU (docs/benchmarks.md): 1/33 of that is under 1.5%.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +35,9 @@ namespace locr::runtime {
 struct BackoffOptions {
   bool enabled = true;
   // Most steps sat out after a streak of misses.
-  int max_skip = 16;
+  int max_skip = 32;
+  // The first draft's length (capped at K); doubled by each step with an accepted token.
+  int start = 2;
 };
 
 class DraftBackoff {

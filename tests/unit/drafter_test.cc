@@ -3,6 +3,7 @@
 // (tests/v1/spec_decode/test_ngram.py), each expectation worked out by hand in the comment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <string>
@@ -109,8 +110,22 @@ TEST(SuffixMatch, TieBreaks) {
 
 // ---------------------------------------------------------------------- back-off
 
+TEST(DraftBackoff, StartsShortAndDoublesOnHits) {
+  DraftBackoff b(8);  // defaults: first draft 2 tokens
+  EXPECT_EQ(b.allow(), 2);
+  b.report(2, 1);
+  EXPECT_EQ(b.allow(), 4);
+  b.report(4, 4);
+  EXPECT_EQ(b.allow(), 8);
+  b.report(8, 3);
+  EXPECT_EQ(b.allow(), 8);  // capped at K
+  EXPECT_EQ(DraftBackoff(1).allow(), 1);  // never more than K
+  EXPECT_EQ(DraftBackoff(8, BackoffOptions{.start = 0}).allow(), 1);
+  EXPECT_EQ(DraftBackoff(8, BackoffOptions{.enabled = false}).allow(), 8);
+}
+
 TEST(DraftBackoff, HalvesSkipsAndRecovers) {
-  DraftBackoff b(8);
+  DraftBackoff b(8, BackoffOptions{.max_skip = 16, .start = 8});
   EXPECT_EQ(b.allow(), 8);
   b.report(8, 0);  // miss 1: length 4, no step skipped
   EXPECT_EQ(b.allow(), 4);
@@ -150,21 +165,28 @@ class AlwaysWrong final : public Drafter {
 };
 
 TEST(DraftBackoff, CostOfADrafterThatNeverHits) {
-  // 1000 target tokens, every draft wrong, K = 8: drafts of 8, 4, 2, 1, 1, 1 at steps 1, 2, 4, 8,
-  // 16, 32 (skips of 0, 1, 3, 7, 15 steps between), then one 1-token draft every 17 steps (16
-  // skipped): steps 49, 66, ..., 32 + 17 * 56 = 984. So 6 + 56 = 62 drafting steps, 17 + 56 = 73
-  // draft tokens: 0.073 verified tokens per step, under 3% extra work while a verified token costs
-  // less than 0.41 of a step.
+  // 1000 target tokens, every draft wrong, K = 8, the defaults: drafts of 2, 1, 1, 1, 1, 1, 1 at
+  // steps 1, 2, 4, 8, 16, 32, 64 (skips of 0, 1, 3, 7, 15, 31 steps between), then one 1-token draft
+  // every 33 steps (32 skipped): steps 97, 130, ..., 64 + 33 * 28 = 988. So 7 + 28 = 35 drafting
+  // steps, 36 draft tokens: 0.036 verified tokens per step, under 3% extra work while a verified
+  // token costs less than 0.83 of a step (measured: 0.2 at batch 1, ~0.45 at batch 8).
   Ids target(1000);
   for (size_t i = 0; i < target.size(); ++i) target[i] = static_cast<int32_t>(i);
   AlwaysWrong d(8);
   const DraftSimStats s = simulate_drafting(d, target);
   EXPECT_EQ(s.steps, 1000);
-  EXPECT_EQ(s.draft_steps, 62);
-  EXPECT_EQ(s.zero_accept_steps, 62);
-  EXPECT_EQ(s.drafted, 73);
+  EXPECT_EQ(s.draft_steps, 35);
+  EXPECT_EQ(s.zero_accept_steps, 35);
+  EXPECT_EQ(s.drafted, 36);
   EXPECT_EQ(s.accepted, 0);
-  EXPECT_LT(s.drafted * 0.41 / s.steps, 0.03);
+  EXPECT_LT(s.drafted * 0.83 / s.steps, 0.03);
+
+  // The older defaults (first draft K, at most 16 steps sat out): drafts of 8, 4, 2, 1, 1, 1 at
+  // steps 1, 2, 4, 8, 16, 32, then one every 17 steps to 984: 62 drafting steps, 73 tokens.
+  AlwaysWrong old(8, BackoffOptions{.max_skip = 16, .start = 8});
+  const DraftSimStats o = simulate_drafting(old, target);
+  EXPECT_EQ(o.draft_steps, 62);
+  EXPECT_EQ(o.drafted, 73);
 
   AlwaysWrong no_backoff(8, BackoffOptions{.enabled = false});
   const DraftSimStats n = simulate_drafting(no_backoff, target);
@@ -305,19 +327,27 @@ TEST(TextLayerDrafter, DraftsFromAPdfTextLayer) {
   ASSERT_EQ(corpus, joined);
   ASSERT_GE(tail.size(), 8u);
 
-  TextLayerOptions o;  // defaults: K 8, max_n 8, min_n 2, back-off on
-  TextLayerDrafter d(corpus, o);
-  EXPECT_EQ(d.propose(head), Ids(tail.begin(), tail.begin() + 8));
+  TextLayerOptions o;  // defaults: K 8, max_n 8, min_n 2, back-off on (first draft 2 tokens)
+  EXPECT_EQ(TextLayerDrafter(corpus, o).propose(head), Ids(tail.begin(), tail.begin() + 2));
+  TextLayerOptions full = o;
+  full.backoff.start = 8;
+  EXPECT_EQ(TextLayerDrafter(corpus, full).propose(head), Ids(tail.begin(), tail.begin() + 8));
 
   // The page's Markdown equal to its text: step 1 (empty output) and step 2 (one token, below
-  // min_n 2) draft nothing; from step 3 on every step drafts K = 8 corpus tokens, all accepted, and
-  // emits 9 (the last step what is left). So steps = 2 + ceil((T - 2) / 9), accepted =
-  // 8 * floor((T - 2) / 9) + (T - 2) % 9.
+  // min_n 2) draft nothing; from step 3 on each step drafts the next corpus tokens, 2, 4, then K = 8
+  // (the back-off's start, doubled by each hit), all accepted, and emits them and one more (the
+  // last step what is left).
   TextLayerDrafter sim(corpus, o);
   const DraftSimStats s = simulate_drafting(sim, corpus);
   const int64_t t = static_cast<int64_t>(corpus.size());
-  EXPECT_EQ(s.steps, 2 + (t - 2 + 8) / 9);
-  EXPECT_EQ(s.accepted, 8 * ((t - 2) / 9) + (t - 2) % 9);
+  int64_t steps = 2, emitted = 2, accepted = 0;
+  for (int64_t len = 2; emitted < t; len = std::min<int64_t>(8, 2 * len), ++steps) {
+    const int64_t d = std::min(len, t - emitted);
+    accepted += d;
+    emitted += std::min(d + 1, t - emitted);
+  }
+  EXPECT_EQ(s.steps, steps);
+  EXPECT_EQ(s.accepted, accepted);
   EXPECT_EQ(s.accepted, s.drafted);
   EXPECT_EQ(s.zero_accept_steps, 0);
 }
