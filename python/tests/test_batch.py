@@ -44,12 +44,15 @@ def test_a_prompt_too_long_fails_alone(llm):
 def test_one_call_of_64_is_faster_than_64_calls(llm):
     sp = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
     prompts = [f"Prompt number {i}:" for i in range(64)]
-    t0 = time.perf_counter()
-    batched = llm.generate(prompts, sp, use_tqdm=False)
-    t_batched = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    single = [llm.generate(p, sp, use_tqdm=False)[0] for p in prompts]
-    t_single = time.perf_counter() - t0
+    # Best of three runs each: a machine shared with other jobs can stall any one run.
+    t_batched = t_single = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        batched = llm.generate(prompts, sp, use_tqdm=False)
+        t_batched = min(t_batched, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        single = [llm.generate(p, sp, use_tqdm=False)[0] for p in prompts]
+        t_single = min(t_single, time.perf_counter() - t0)
     # Same tokens either way (the decode kernels are batch-invariant), in input order.
     assert [o.outputs[0].token_ids for o in batched] == [o.outputs[0].token_ids for o in single]
     assert all(len(o.outputs[0].token_ids) == 48 for o in batched)
