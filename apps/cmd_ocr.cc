@@ -63,7 +63,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
   // `draft_text`: the page's own text (a PDF page's text layer), "" for none: the in-process
-  // backend drafts from it (speculative decoding), the HTTP one does not send it.
+  // backend drafts from it (speculative decoding), the HTTP one sends it as vllm_xargs.draft_text.
   virtual PageOut run(const io::Image& page, const std::string& draft_text) = 0;
   virtual std::string describe() const = 0;
 };
@@ -213,12 +213,13 @@ class RemoteBackend : public Backend {
     if (a.has("presence-penalty")) sampling_["presence_penalty"] = a.get_double("presence-penalty", 0);
     if (a.has("frequency-penalty")) sampling_["frequency_penalty"] = a.get_double("frequency-penalty", 0);
     grounding_ = a.get("mode", "ocr") == "grounding";
+    text_drafts_ = a.get_flag("text-drafts", true);
     // The sampled tokens' log-probabilities, for the page confidence (no alternatives: cheap).
     sampling_["logprobs"] = true;
     sampling_["top_logprobs"] = 0;
   }
 
-  PageOut run(const io::Image& page, const std::string&) override {
+  PageOut run(const io::Image& page, const std::string& draft_text) override {
     io::Image img = page;
     if (img.has_alpha()) io::flatten_alpha_on_white(img);
     img.alpha.clear();
@@ -227,6 +228,9 @@ class RemoteBackend : public Backend {
     json content = json::array({{{"type", "image_url"}, {"image_url", {{"url", toolkit::png_data_url(toolkit::encode_png(img))}}}}});
     if (grounding_) content.push_back({{"type", "text"}, {"text", kGroundingPrompt}});
     body["messages"] = json::array({{{"role", "user"}, {"content", std::move(content)}}});
+    // The page's text layer, for a locr server to draft from (speculative decoding); vLLM takes
+    // string values in vllm_xargs and ignores this one.
+    if (text_drafts_ && !draft_text.empty()) body["vllm_xargs"] = {{"draft_text", draft_text}};
     toolkit::HttpClient cli(origin_, timeout_);
     const auto r = cli.post(path_, body.dump(), "application/json", headers_);
     if (!r.ok()) {
@@ -263,6 +267,7 @@ class RemoteBackend : public Backend {
   toolkit::Headers headers_;
   double timeout_ = 600;
   bool grounding_ = false;
+  bool text_drafts_ = true;
   double threshold_ = 0.5;
   json sampling_ = json::object();
 };
@@ -398,8 +403,9 @@ int cmd_ocr(int argc, char** argv) {
   a.flag("tables-to-markdown", "convert representable HTML tables to pipe tables");
   a.option("speculative-config", "--model: speculative decoding, as `locr serve --speculative-config` (default: "
            "drafts from each PDF page's own text layer, 8 per step, where it has one)", "JSON");
-  a.flag("text-drafts", "--model: draft from each PDF page's text layer (default on; --no-text-drafts: off); the "
-                        "output is the same either way (docs/api.md, speculative decoding)");
+  a.flag("text-drafts", "draft from each PDF page's text layer (default on; --no-text-drafts: off; --server: sends "
+                        "it as vllm_xargs.draft_text); the output is the same either way (docs/api.md, speculative "
+                        "decoding)");
   a.option("mode", "ocr (default: the page image alone) or grounding (LightOnOCR-3: the image then `grounding`; "
            "the page file is the Markdown of the layout blocks, page-0001.blocks.json beside it holds the blocks)", "MODE");
   a.flag("drop-headers-footers", "--mode grounding: leave header, footer, page number and footnote blocks out");

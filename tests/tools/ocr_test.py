@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
@@ -101,6 +102,7 @@ def main() -> int:
 
         # 1b. A PDF with a text layer: drafts from it by default (speculative decoding), the pages'
         # drafted and accepted counts in the manifest; --no-text-drafts gives the same text without.
+        drafted_texts = None
         if have_pdf:
             tin = work / "text-in"
             tin.mkdir()
@@ -115,6 +117,7 @@ def main() -> int:
                 runs[flag] = (texts(out), [pg for d in json.loads((out / "manifest.json").read_text())["documents"]
                                            for pg in d["pages"]])
             on, off = runs["--text-drafts"], runs["--no-text-drafts"]
+            drafted_texts = on[0]
             check(on[0] == off[0] and len(on[0]) == 2, "text-layer drafts leave every page's text as it is")
             check(len(on[1]) == 2 and all(pg["speculative"]["drafted"] > 0
                                           and 0 <= pg["speculative"]["accepted"] <= pg["speculative"]["drafted"]
@@ -227,6 +230,20 @@ def main() -> int:
             check(p.returncode == 0, f"--server run succeeds (rc={p.returncode}) {p.stderr[-500:]}")
             check(page_files(out3) == expected, f"--server page files {page_files(out3)}")
             check(texts(out3) == ref, "--server output equals the in-process output (greedy)")
+            if have_pdf:
+                # The text-layer PDF: its pages' text goes along as vllm_xargs.draft_text, the server
+                # drafts from it (its spec_decode counters grow) and the pages are the same.
+                def drafted_total():
+                    m = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+                    return sum(float(line.split()[-1]) for line in m.splitlines()
+                               if line.startswith("vllm:spec_decode_num_draft_tokens_total"))
+                before = drafted_total()
+                out7 = work / "out7"
+                p = subprocess.run([locr, "ocr", str(work / "text-in"), "-o", str(out7), "--server", base, *common],
+                                   capture_output=True, text=True, timeout=300)
+                check(p.returncode == 0 and texts(out7) == drafted_texts,
+                      f"--server on a text-layer PDF gives the in-process pages (rc={p.returncode}) {p.stderr[-300:]}")
+                check(drafted_total() > before, "and the server drafted from the text layer it was sent")
             m = json.loads((out3 / "manifest.json").read_text())
             check(m["pages_done"] == n_pages and m["backend"] == "server:" + base, "--server manifest")
             conf3 = {(d["source"].replace(str(inputs), ""), pg["page"]): pg["confidence"]
