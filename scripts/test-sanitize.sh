@@ -34,6 +34,8 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 # halt/abort on the first error; leaks are checked at every exit; reports also land in $LOGS.
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$LOGS/asan"
+# System libraries' process-lifetime allocations (fontconfig's cache, via Poppler) are not ours.
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$LOGS/ubsan"
 # Tests that bound RSS skip that bound under a sanitizer (its allocator holds freed memory).
 export LOCR_SANITIZER="$SAN"
