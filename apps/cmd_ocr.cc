@@ -30,6 +30,7 @@
 #include "apps/commands.h"
 #include "apps/model_args.h"
 #include "apps/ocr_manifest.h"
+#include "apps/serve_setup.h"
 #include "core/heap.h"
 #include "core/log.h"
 #include "io/document.h"
@@ -96,15 +97,7 @@ class LocalBackend : public Backend {
     path_ = std::make_unique<runtime::RequestPath>(cli_request_path(a, *model_, eo.max_model_len, 0));
     max_tokens_ = a.get_int("max-tokens", 0);
     grounding_ = a.get("mode", "ocr") == "grounding";
-    if (a.has("speculative-config")) {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(a.get("speculative-config"));
-      } catch (const std::exception&) {
-        fail(ErrorKind::kInvalidArgument, "--speculative-config expects JSON, got '", a.get("speculative-config"), "'");
-      }
-      spec_ = runtime::parse_speculative_config(j);
-    }
+    spec_ = speculative_flag(a);
     text_drafts_ = a.get_flag("text-drafts", true);
     const model::ModelVariant& v = model_->variant();
     if (grounding_ && v.known() && !v.grounding)

@@ -97,6 +97,18 @@ std::string chat_template_file(const std::string& value) {
 
 }  // namespace
 
+runtime::SpeculativeConfig speculative_flag(const Args& a) {
+  if (!a.has("speculative-config")) return {};
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(a.get("speculative-config"));
+  } catch (const std::exception&) {
+    fail(ErrorKind::kInvalidArgument, "--speculative-config expects JSON such as '{\"method\": \"ngram\", "
+         "\"num_speculative_tokens\": 8}', got '", a.get("speculative-config"), "'");
+  }
+  return runtime::parse_speculative_config(j);
+}
+
 void declare_serve_options(Args& a) {
   a.positional("MODEL", "model directory (Hugging Face layout: config.json, *.safetensors, tokenizer.json, ...) or a "
                "text GGUF (TEXT.gguf, as llama-server takes it)", false);
@@ -416,14 +428,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
       fail(ErrorKind::kInvalidArgument, "--override-generation-config expects a JSON object");
   }
   if (a.has("speculative-config")) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(a.get("speculative-config"));
-    } catch (const std::exception&) {
-      fail(ErrorKind::kInvalidArgument, "--speculative-config expects JSON such as '{\"method\": \"ngram\", "
-           "\"num_speculative_tokens\": 8}', got '", a.get("speculative-config"), "'");
-    }
-    so.speculative = runtime::parse_speculative_config(j);
+    so.speculative = speculative_flag(a);
     if (so.speculative.enabled())
       LOCR_INFO("serve: speculative decoding: ", so.speculative.method_name(), ", up to ",
                 so.speculative.num_speculative_tokens, " draft tokens per step");

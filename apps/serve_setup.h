@@ -11,11 +11,14 @@
 #include "apps/args.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
+#include "runtime/speculative.h"
 #include "server/server_context.h"
 
 namespace locr::app {
 
 void declare_serve_options(Args& a);
+// --speculative-config JSON (vLLM's form), parsed; off when not given. Throws on bad JSON or fields.
+runtime::SpeculativeConfig speculative_flag(const Args& a);
 
 struct Serving {
   std::unique_ptr<model::LightOnOcr> model;
