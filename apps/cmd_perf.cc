@@ -2,7 +2,8 @@
 // page on the loaded model — image preprocessing, vision encoder, projector, prefill of the page's
 // prompt, decode at batch 1 with the page in context, decode at batch 1 with an empty context,
 // decode at batch N — and prints time and achieved GFLOP/s or GB/s per stage, medians over
-// --repeat runs, plus peak RSS. --json writes the medians.
+// --repeat runs, plus peak RSS. --json writes the medians. --profile-ops adds each stage's time op by
+// op and shape (apps/perf_op_profile.h).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "apps/commands.h"
 #include "apps/model_args.h"
+#include "apps/perf_op_profile.h"
 #include "apps/perf_spec_replay.h"
 #include "core/thread_pool.h"
 #include "runtime/executor_factory.h"
@@ -81,8 +83,11 @@ int cmd_perf(int argc, char** argv) {
   a.option("spec-replay", "also decode the page's --gen-tokens greedily through the serving engine at --batch, then "
            "again with each sequence's first-run tokens as drafts, K per step (1-16): both decode rates and whether "
            "the tokens are identical (the ceiling of speculative decoding)", "K");
+  a.flag("profile-ops", "also time every kernel op of each stage (host backends): a table per stage of op, shape, "
+         "calls, time, share and GFLOP/s or GB/s, per repetition (in --json: op_profile)");
   if (!a.parse(argc, argv)) return 0;
-  auto m = load_model(a);
+  auto m = load_model(a, a.get_flag("profile-ops"));
+  PerfOpProfile prof(m->ops());
   const auto& cfg = m->config();
   const int gen = std::max(1, a.get_int("gen-tokens", 32));
   const int batch = std::max(1, a.get_int("batch", 8));
@@ -125,12 +130,15 @@ int cmd_perf(int argc, char** argv) {
     }
     if (!prompt.images.empty()) {
       std::unique_ptr<model::VisionJob> job;
+      prof.begin();
       t_vis.push_back(time_it([&] {
         job = exec->vision_begin(prompt.images);
         exec->vision_run(*job, exec->vision_layers());
         exec->synchronize();
       }));
+      prof.end("vision encoder", t_vis.back());
       t_proj.push_back(time_it([&] { emb = exec->vision_finish(*job); }));
+      prof.end("projector", t_proj.back());
     }
     const int64_t V = cfg.text.vocab_size;
     std::vector<int32_t> table(prompt_blocks), empty_table(gen_blocks);
@@ -163,6 +171,7 @@ int cmd_perf(int argc, char** argv) {
     };
     model::StepOutput out;
     // Prefill of the whole prompt (with the page's image rows).
+    prof.begin();
     t_prefill.push_back(time_it([&] {
       model::StepSeq q = seq(prompt.ids.data(), T, 0, table);
       if (emb) {
@@ -171,24 +180,30 @@ int cmd_perf(int argc, char** argv) {
       }
       exec->step({q}, &out);
     }));
+    prof.end("prefill", t_prefill.back());
     // Decode at batch 1 with the prompt in context.
     int32_t tok = next_token(out, 0);
+    prof.begin();
     t_dec.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
         exec->step({seq(&tok, 1, T + i, table)}, &out);
         tok = next_token(out, 0);
       }
     }));
+    prof.end("decode, batch 1, page context", t_dec.back());
     // Decode at batch 1 from an empty context (tg in llama-bench terms).
+    prof.begin();
     t_dec0.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) exec->step({seq(&tok, 1, i, empty_table)}, &out);
     }));
+    prof.end("decode, batch 1, empty context", t_dec0.back());
     // Decode at batch N: N sequences, one token each per step, one decoder pass per step.
     std::vector<std::vector<int32_t>> tables(batch);
     for (int s = 0; s < batch; ++s)
       for (int64_t b = 0; b < gen_blocks; ++b)
         tables[s].push_back(static_cast<int32_t>(prompt_blocks + gen_blocks * (1 + s) + b));
     std::vector<int32_t> toks(batch, 0);
+    prof.begin();
     t_decn.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
         std::vector<model::StepSeq> steps;
@@ -196,6 +211,7 @@ int cmd_perf(int argc, char** argv) {
         exec->step(steps, &out);
       }
     }));
+    prof.end("decode, batch " + std::to_string(batch), t_decn.back());
   }
 
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
@@ -217,6 +233,7 @@ int cmd_perf(int argc, char** argv) {
     std::printf("| projector | %d tokens | %.3f s | |\n", prompt.images[0].n_image_tokens(), proj);
     out["image_size"] = {prompt.images[0].width, prompt.images[0].height};
     out["vision_patches"] = n_patches;
+    out["vision_layers"] = cfg.vision.num_hidden_layers;
     out["preprocess_s"] = median(t_pre);
     out["vision_encode_s"] = vis + proj;
     out["vision_gflops"] = vf / vis / 1e9;
@@ -230,6 +247,10 @@ int cmd_perf(int argc, char** argv) {
               gen / dec0, wbytes * gen / dec0 / 1e9);
   std::printf("| decode, batch %d | %d steps | %.2f s | %.1f tok/s |\n", batch, gen, decn, batch * gen / decn);
   std::printf("\npeak RSS: %.2f GiB\n", peak_rss_bytes() / double(1 << 30));
+  if (prof.enabled()) {
+    prof.print(repeat);
+    out["op_profile"] = prof.to_json(repeat);
+  }
   out["prompt_tokens"] = T;
   out["prefill_s"] = pre;
   out["prefill_tok_s"] = T / pre;

@@ -47,7 +47,7 @@ void add_sampling_options(Args& a) {
   a.option("frequency-penalty", "OpenAI frequency penalty in [-2, 2] (0 = off)", "F");
 }
 
-std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
+std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
@@ -62,6 +62,7 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a) {
   lo.kv_cache_dtype = a.get("kv-cache-dtype");
   model::parse_kv_cache_dtype(lo.kv_cache_dtype);  // a bad value fails before the weights load
   lo.mmproj = a.get("mmproj");
+  lo.profile_ops = profile_ops;
   return model::LightOnOcr::load(model_path(a.get("model")), lo);
 }
 

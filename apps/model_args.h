@@ -19,7 +19,8 @@ void add_model_options(Args& a);
 void add_prompt_options(Args& a);
 void add_sampling_options(Args& a);
 
-std::unique_ptr<model::LightOnOcr> load_model(const Args& a);
+// profile_ops: time every op (kernels::ProfiledOps, `locr perf --profile-ops`).
+std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops = false);
 // A text GGUF model file (`*.gguf`, taken as it is; anything else is a directory or ORG/NAME).
 bool is_gguf_path(const std::string& spec);
 // A model argument as a path: a GGUF file as given, a directory or ORG/NAME resolved

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "io/file.h"
 #include "kernels/devices.h"
+#include "kernels/op_profile.h"
 #include "model/kv_cache_dtype.h"
 #include "model/quantize_weights.h"
 
@@ -105,12 +106,18 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   return m;
 }
 
+std::unique_ptr<kernels::Ops> make_model_ops(const LoadOptions& opts) {
+  std::unique_ptr<kernels::Ops> ops = kernels::make_ops(opts.backend);
+  if (opts.profile_ops) ops = std::make_unique<kernels::ProfiledOps>(std::move(ops));
+  return ops;
+}
+
 void LightOnOcr::make_parts(const LoadOptions& opts) {
   const std::optional<DType> kv = parse_kv_cache_dtype(opts.kv_cache_dtype);
   if (!opts.quantization.empty()) quantize_weights(weights_, opts.quantization);
   // Every backend runs the same TextDecoder / VisionEncoder / Projector; "cuda" uploads each weight
   // here (its prepare: BF16, or a quantized one in its blocks) and keeps activations on the device.
-  if (!ops_) ops_ = kernels::make_ops(opts.backend);
+  if (!ops_) ops_ = make_model_ops(opts);
   prepare_weights(weights_, *ops_);
   if (kv == DType::kF8E4M3) LOCR_INFO("KV cache: FP8 E4M3 with one f32 scale per token and kv head");
   decoder_ = kv ? std::make_unique<TextDecoder>(config_.text, weights_.text, *ops_, *kv)

@@ -37,6 +37,7 @@ struct LoadOptions {
                                     // "bfloat16", "fp8" / "fp8_e4m3" (every backend)
   std::string mmproj;               // with a text GGUF model: the mmproj GGUF (vision + projector);
                                     // empty: a text-only model (images are refused)
+  bool profile_ops = false;         // time every op (kernels::ProfiledOps; host backends only)
 };
 
 // A tokenised prompt with its preprocessed images, in prompt order.
@@ -126,5 +127,8 @@ class LightOnOcr {
 };
 
 ProcessorConfig load_processor_config(const std::string& dir, int align);
+
+// The kernel backend `opts` asks for (kernels::make_ops), timed op by op when opts.profile_ops.
+std::unique_ptr<kernels::Ops> make_model_ops(const LoadOptions& opts);
 
 }  // namespace locr::model

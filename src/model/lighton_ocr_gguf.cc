@@ -99,7 +99,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   // (what cpu-bf16 and CUDA would round the weights to when packing them).
   const DType deq = opts.backend == "ref" || opts.backend == "cpu-f32" ? DType::kF32 : DType::kBF16;
   // The kernels first: the weights in buffers of their own are packed (CUDA: uploaded) as they are bound.
-  m->ops_ = kernels::make_ops(opts.backend);
+  m->ops_ = make_model_ops(opts);
   // Q8_0, Q4_K and Q6_K tensors stay as stored on every backend (the CPU's integer kernels, ref's
   // exact dequantization per element, CUDA's GEMV and dequantizing GEMM on the blocks uploaded as they are).
   m->weights_ = load_gguf_weights(ck, m->config_, deq, m->ops_.get(), /*keep_quantized=*/true);

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 namespace {
 
@@ -55,6 +57,41 @@ TEST(Perf, SpecReplayWritesBothRatesAndChecksTheTokens) {
   EXPECT_EQ(j.at("spec_miss_accepted").get<int64_t>(), 0);
   EXPECT_GT(j.at("spec_miss_drafted").get<int64_t>(), 0);
   EXPECT_LT(j.at("spec_miss_drafted").get<int64_t>(), seqs * (gen - 1) * k / 4);
+  std::filesystem::remove(out);
+}
+
+// --profile-ops: a table per stage; the vision encoder's rows name its matmuls and its attention
+// with their FLOPs, and no stage's ops take longer than the stage.
+TEST(Perf, ProfileOpsSplitsEachStageByOp) {
+  const auto out = std::filesystem::temp_directory_path() / ("locr_perf_ops_" + std::to_string(::getpid()) + ".json");
+  const std::string cmd = std::string(LOCR_BIN) + " perf --model " + LOCR_FIXTURES_DIR +
+                          "/models/tiny_a --image-size 300x200 --gen-tokens 2 --batch 2 --repeat 2 --profile-ops --json " +
+                          out.string() + " >&2";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::set<std::string> stages;
+  for (const auto& st : j.at("op_profile")) {
+    stages.insert(st.at("stage").get<std::string>());
+    double op_s = 0;
+    for (const auto& o : st.at("ops")) op_s += o.at("seconds").get<double>();
+    EXPECT_LE(op_s, st.at("wall_s").get<double>() * 1.0001) << st.at("stage");
+    EXPECT_FALSE(st.at("ops").empty()) << st.at("stage");
+  }
+  for (const char* s : {"vision encoder", "projector", "prefill", "decode, batch 1, page context",
+                        "decode, batch 1, empty context", "decode, batch 2"})
+    EXPECT_TRUE(stages.count(s)) << s;
+  const auto& vision = j.at("op_profile").at(0);
+  ASSERT_EQ(vision.at("stage"), "vision encoder");
+  const int64_t patches = 22 * 16;
+  bool saw_attention = false;
+  for (const auto& o : vision.at("ops"))
+    if (o.at("op") == "attention") {
+      saw_attention = true;
+      EXPECT_GT(o.at("flops").get<double>(), 4.0 * patches * patches);  // 4 n^2 per head and dimension
+      EXPECT_EQ(o.at("calls").get<double>(), j.at("vision_layers").get<double>());
+    }
+  EXPECT_TRUE(saw_attention);
   std::filesystem::remove(out);
 }
 
