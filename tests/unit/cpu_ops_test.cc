@@ -274,6 +274,15 @@ TEST_P(CpuOpsTest, AttentionVisionLike) {
   check_attention(130, 130, 2, 2, 64, false, 0, 3);
 }
 
+// The tiled path at head dims that are not a multiple of the vector or of 32 (the vdpbf16ps tile pads
+// them to 32, and packs keys in pairs: odd key counts), causal and not, paged.
+TEST_P(CpuOpsTest, AttentionTiledOddShapes) {
+  check_attention(45, 47, 3, 3, 40, false, 0, 1);
+  check_attention(70, 71, 2, 1, 72, true, 1, 0);
+  check_attention(33, 101, 4, 2, 96, true, 68, 2, 16);
+  check_attention(21, 21, 2, 2, 18, true, 0, 0, 0, DType::kBF16);
+}
+
 TEST_P(CpuOpsTest, AttentionCausalPrefillGqa) {
   check_attention(45, 45, 4, 2, 128, true, 0, 0);
   check_attention(97, 97, 6, 2, 128, true, 0, 1);

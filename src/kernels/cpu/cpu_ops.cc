@@ -617,11 +617,14 @@ class CpuOps final : public Ops {
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
+    // cpu-bf16 where vdpbf16ps beats FMA: the tile on bf16 pairs, over K and V packed per kv head
+    // (from the rows as they are when they are f32, else from the copy below).
+    const bool dot_tile = precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr;
     // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
     // its scale), in the same copy.
     a.kv_bf16 = false;
     a.kv_fp8 = false;
-    if ((p.kv_stride != p.head_dim || p.block_table || kv_bf16 || kv_fp8) && p.n_kv > 0) {
+    if ((p.block_table || kv_bf16 || kv_fp8 || (!dot_tile && p.kv_stride != p.head_dim)) && p.n_kv > 0) {
       const int64_t per_head = p.n_kv * p.head_dim;
       kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
       float* kc = kv_copy.get();
@@ -654,13 +657,35 @@ class CpuOps final : public Ops {
       a.kv_stride = p.head_dim;
       a.kv_head_stride = per_head;
     }
+    std::unique_ptr<uint16_t, decltype(&std::free)> kv_packed(nullptr, &std::free);
+    if (dot_tile) {
+      a.hd_pad = (p.head_dim + 31) / 32 * 32;
+      a.n_kv_pad = (p.n_kv + 1) / 2 * 2;
+      const int64_t per_head = a.n_kv_pad * a.hd_pad;
+      kv_packed.reset(static_cast<uint16_t*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 2 + 64)));
+      uint16_t* kb = kv_packed.get();
+      uint16_t* vb = kb + p.n_kv_heads * per_head;
+      constexpr int64_t kRows = 64;  // even: a task's rows start a V pair
+      const int64_t chunks = ceil_div(a.n_kv_pad, kRows);
+      pool.parallel_for(p.n_kv_heads * chunks, 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t task = b; task < e; ++task) {
+          const int64_t kh = task / chunks, j0 = task % chunks * kRows;
+          t_->attn_pack_bf16(a.k + kh * a.kv_head_stride, a.v + kh * a.kv_head_stride, a.kv_stride, p.head_dim,
+                             a.hd_pad, j0, std::min(a.n_kv_pad, j0 + kRows), p.n_kv, kb + kh * per_head,
+                             vb + kh * per_head);
+        }
+      });
+      a.kb = kb;
+      a.vb = vb;
+    }
     const int64_t bq = t_->attn_bq, qblocks = ceil_div(p.n_q, bq);
     const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(*t_, p.head_dim));
     float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
+    const auto tile = dot_tile ? t_->attn_tile_bf16 : t_->attn_tile;
     pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
       for (int64_t task = b; task < e; ++task) {
         const int64_t h = task / qblocks, qb = task % qblocks;
-        t_->attn_tile(a, h, qb * bq, sc + per * thread);
+        tile(a, h, qb * bq, sc + per * thread);
       }
     });
   }

@@ -39,8 +39,9 @@ struct AttnArgs {
   // block_table[j / block_size] * block_size + j % block_size), or null for contiguous rows.
   const int32_t* block_table;
   int64_t block_size;
-  // bf16 tiled path only (prepared by the caller): per kv head, K rows [n_kv][hd_pad] bf16 and V
-  // pairs [n_kv_pad / 2][hd_pad][2] bf16 where hd_pad = head_dim rounded up to 32.
+  // bf16 tiled path only (prepared by the caller): per kv head, K rows [n_kv_pad][hd_pad] bf16 and V
+  // pairs [n_kv_pad / 2][hd_pad][2] bf16 where hd_pad = head_dim rounded up to 32 and n_kv_pad =
+  // n_kv rounded up to 2; kv head kh's start n_kv_pad * hd_pad elements after kh - 1's (both).
   const uint16_t* kb;
   const uint16_t* vb;
   int64_t hd_pad, n_kv_pad;
@@ -87,7 +88,12 @@ struct KernelTable {
   // Attention. Tiled: one query head h, query rows [q0, q0 + attn_bq) clipped to n_q.
   // Scratch: attn_tile_scratch(head_dim) floats.
   void (*attn_tile)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
+  // bf16-dot tables only: the tile on vdpbf16ps, over the packed a.kb / a.vb of attn_pack_bf16,
+  // which packs rows [j0, j1) (j0 even) of one kv head: k and v at its row 0, rows `stride` floats
+  // apart, n_kv valid (AttnArgs::kb / vb give the layout).
   void (*attn_tile_bf16)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
+  void (*attn_pack_bf16)(const float* k, const float* v, int64_t stride, int64_t head_dim, int64_t hd_pad, int64_t j0,
+                         int64_t j1, int64_t n_kv, uint16_t* kb, uint16_t* vb);
   // Few-query path (decode): query row i against keys [j0, j1) for all heads; partial results
   // o [n_heads][head_dim], ml [n_heads][2]; scratch n_heads * (j1 - j0) floats. Then combine.
   void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);

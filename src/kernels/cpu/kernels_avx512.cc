@@ -22,6 +22,8 @@
 
 #include <time.h>
 
+#include <cstring>
+
 namespace locr::kernels::cpu::avx512 {
 namespace {
 
@@ -96,6 +98,166 @@ void k_pack_a_pairs(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t 
     const int64_t rows = min64(kMR, m - t * kMR);
     uint32_t* d = dst + t * (kc / 2) * kMR;
     for (int64_t r = 0; r < rows; ++r) pack_row_pairs(x + (t * kMR + r) * ldx + k0, kc, valid, d + r);
+  }
+}
+
+// ---- Attention on vdpbf16ps (cpu-bf16 where the dot product beats 512-bit FMA) ----
+// k_attn_tile's algorithm (S [kBKV][kBQ] in f32, online softmax in the log2 domain) with both
+// products on bf16 pairs: QK^T on the pre-scaled query and the keys rounded to bf16, PV on the
+// probabilities and the values rounded to bf16 (the row sums l stay f32, from the unrounded p).
+// Products of bf16 are exact in f32; only the roundings of q, k, p, v and the summation order
+// differ from the f32 tile. The caller packs each kv head once (k_attn_pack_bf16): K rows
+// [n_kv_pad][hd_pad] and V row pairs [n_kv_pad / 2][hd_pad][2], zero-padded.
+
+// lo and hi rounded to bf16 and interleaved: lo0 hi0 lo1 hi1 ... lo15 hi15 (a pair per f32 lane).
+inline __m512i interleave_bf16(vf lo, vf hi) {
+  alignas(64) static const uint16_t kIdx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kIdx), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+inline uint32_t load_u32(const uint16_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+
+// Rows [j0, j1) (j0 even) of one kv head: k and v point at its row 0, rows `stride` floats apart,
+// n_kv of them valid (the rest, and columns from head_dim to hd_pad, are zeros).
+void k_attn_pack_bf16(const float* k, const float* v, int64_t stride, int64_t head_dim, int64_t hd_pad, int64_t j0,
+                      int64_t j1, int64_t n_kv, uint16_t* kb, uint16_t* vb) {
+  auto row = [&](const float* base, int64_t j, int64_t d) {
+    if (j >= n_kv || d >= head_dim) return vzero();
+    const int64_t n = min64(W, head_dim - d);
+    return n == W ? vload(base + j * stride + d) : vload_n(base + j * stride + d, static_cast<int>(n));
+  };
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t d = 0; d < hd_pad; d += W)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(kb + j * hd_pad + d), (__m256i)_mm512_cvtneps_pbh(row(k, j, d)));
+  for (int64_t j = j0; j < j1; j += 2)
+    for (int64_t d = 0; d < hd_pad; d += W)
+      _mm512_storeu_si512(vb + ((j / 2) * hd_pad + d) * 2, interleave_bf16(row(v, j, d), row(v, j + 1, d)));
+}
+
+constexpr int kJRdp = 12;  // keys per QK^T microkernel: 12 x 2 accumulators
+
+template <int JR>
+inline void qk_rows_dp(const uint16_t* kb, int64_t hd_pad, const uint32_t* qt, float* s) {
+  vf acc[JR][kNV];
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vzero();
+  for (int64_t p = 0; p < hd_pad / 2; ++p) {
+    __m512bh qv[kNV];
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) qv[v] = as_bh(_mm512_loadu_si512(qt + p * kBQ + v * W));
+    LOCR_UNROLL for (int r = 0; r < JR; ++r) {
+      const __m512bh kp = as_bh(_mm512_set1_epi32(static_cast<int>(load_u32(kb + r * hd_pad + 2 * p))));
+      LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], kp, qv[v]);
+    }
+  }
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(s + r * kBQ + v * W, acc[r][v]);
+}
+
+template <int JR = kJRdp>
+inline void qk_dispatch_dp(int jr, const uint16_t* kb, int64_t hd_pad, const uint32_t* qt, float* s) {
+  if constexpr (JR >= 1) {
+    if (jr == JR) return qk_rows_dp<JR>(kb, hd_pad, qt, s);
+    qk_dispatch_dp<JR - 1>(jr, kb, hd_pad, qt, s);
+  }
+}
+
+constexpr int kPvIRdp = 6;  // query rows x 4 vectors of head_dim per PV microkernel
+
+// O[ii .. ii+IR)[d0 .. d0 + ND*W) += P · V over np key pairs.
+template <int IR, int ND>
+inline void pv_rows_dp(int64_t np, const uint16_t* vb, int64_t hd_pad, const uint32_t* pb, int ii, float* o,
+                       int64_t d0) {
+  vf acc[IR][ND];
+  LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < ND; ++c) acc[r][c] =
+      vload(o + (ii + r) * hd_pad + d0 + c * W);
+  for (int64_t p = 0; p < np; ++p) {
+    __m512bh vv[ND];
+    LOCR_UNROLL for (int c = 0; c < ND; ++c) vv[c] = as_bh(_mm512_loadu_si512(vb + (p * hd_pad + d0 + c * W) * 2));
+    LOCR_UNROLL for (int r = 0; r < IR; ++r) {
+      const __m512bh pr = as_bh(_mm512_set1_epi32(static_cast<int>(pb[p * kBQ + ii + r])));
+      LOCR_UNROLL for (int c = 0; c < ND; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], pr, vv[c]);
+    }
+  }
+  LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < ND; ++c)
+      vstore(o + (ii + r) * hd_pad + d0 + c * W, acc[r][c]);
+}
+
+template <int ND, int IR = kPvIRdp>
+inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pad, const uint32_t* pb, int ii,
+                           float* o, int64_t d0) {
+  if constexpr (IR >= 1) {
+    if (ir == IR) return pv_rows_dp<IR, ND>(np, vb, hd_pad, pb, ii, o, d0);
+    pv_dispatch_dp<ND, IR - 1>(ir, np, vb, hd_pad, pb, ii, o, d0);
+  }
+}
+
+void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
+  const int64_t hd = a.head_dim, hp = a.hd_pad, group = a.n_heads / a.n_kv_heads, kh = h / group;
+  const int nq = static_cast<int>(min64(kBQ, a.n_q - q0));
+  auto* qt = reinterpret_cast<uint32_t*>(scratch);                // [hp / 2][kBQ] pairs
+  float* s = scratch + hp / 2 * kBQ;                              // [kBKV][kBQ]
+  auto* pb = reinterpret_cast<uint32_t*>(s + kBKV * kBQ);         // [kBKV / 2][kBQ] pairs
+  float* o = reinterpret_cast<float*>(pb + kBKV / 2 * kBQ);       // [kBQ][hp]
+  float* alpha = o + kBQ * hp;                                    // [kBQ]
+  float* lsum = alpha + kBQ;                                      // [kBQ]
+  const float qs = a.scale * kLog2e;
+  for (int i = 0; i < kBQ; ++i) {
+    const float* qi = a.q + (q0 + i) * a.q_stride + h * hd;
+    for (int64_t p = 0; p < hp / 2; ++p) {
+      const uint32_t lo = i < nq && 2 * p < hd ? to_bf16_scalar(qi[2 * p] * qs) : 0u;
+      const uint32_t hi = i < nq && 2 * p + 1 < hd ? to_bf16_scalar(qi[2 * p + 1] * qs) : 0u;
+      qt[p * kBQ + i] = lo | (hi << 16);
+    }
+  }
+  for (int64_t e = 0; e < kBQ * hp; ++e) o[e] = 0.0f;
+  vf m[kNV], l[kNV];
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+    m[v] = vset1(-INFINITY);
+    l[v] = vzero();
+  }
+  const uint16_t* kbh = a.kb + kh * a.n_kv_pad * hp;
+  const uint16_t* vbh = a.vb + kh * a.n_kv_pad * hp;
+  const int64_t kv_end = a.causal ? min64(a.n_kv, a.q_offset + q0 + nq) : a.n_kv;
+  for (int64_t j0 = 0; j0 < kv_end; j0 += kBKV) {
+    const int64_t jn = min64(kBKV, kv_end - j0);
+    for (int64_t jj = 0; jj < jn; jj += kJRdp)
+      qk_dispatch_dp(static_cast<int>(min64(kJRdp, jn - jj)), kbh + (j0 + jj) * hp, hp, qt, s + jj * kBQ);
+    if (a.causal) mask_causal(s, jn, j0 - a.q_offset - q0);
+    softmax_block(s, jn, m, l, alpha);
+    const int64_t np = (jn + 1) / 2;  // an odd last key pairs with a zero probability
+    for (int64_t p = 0; p < np; ++p)
+      LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+        const vf lo = vload(s + 2 * p * kBQ + v * W);
+        const vf hi = 2 * p + 1 < jn ? vload(s + (2 * p + 1) * kBQ + v * W) : vzero();
+        _mm512_storeu_si512(pb + p * kBQ + v * W, interleave_bf16(lo, hi));
+      }
+    if (j0 > 0) {
+      for (int i = 0; i < nq; ++i) {
+        const vf al = vset1(alpha[i]);
+        float* oi = o + i * hp;
+        for (int64_t d = 0; d < hp; d += W) vstore(oi + d, vmul(vload(oi + d), al));
+      }
+    }
+    const uint16_t* vbj = vbh + (j0 / 2) * hp * 2;
+    int64_t d0 = 0;
+    for (; d0 + 4 * W <= hp; d0 += 4 * W)
+      for (int ii = 0; ii < nq; ii += kPvIRdp)
+        pv_dispatch_dp<4>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, ii, o, d0);
+    if (d0 < hp)  // hp is a multiple of 2 vectors
+      for (int ii = 0; ii < nq; ii += kPvIRdp)
+        pv_dispatch_dp<2>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, ii, o, d0);
+  }
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(lsum + v * W, l[v]);
+  for (int i = 0; i < nq; ++i) {
+    const vf inv = vset1(lsum[i] > 0 ? 1.0f / lsum[i] : 0.0f);
+    const float* oi = o + i * hp;
+    float* out = a.out + (q0 + i) * a.out_stride + h * hd;
+    int64_t d = 0;
+    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(oi + d), inv));
+    if (d < hd) vstore_n(out + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
   }
 }
 
@@ -177,6 +339,8 @@ const KernelTable* kernel_table_avx512_bf16() {
     k.gemm_tile = avx512::k_gemm_tile_bf16;
     k.gemm_panels = avx512::k_gemm_panels_bf16;
     k.dot_vs_fma_speed = avx512::k_dot_vs_fma_speed;
+    k.attn_tile_bf16 = avx512::k_attn_tile_bf16;
+    k.attn_pack_bf16 = avx512::k_attn_pack_bf16;
     return k;
   }();
   return &t;

@@ -44,6 +44,7 @@ inline KernelTable base_table(const char* isa) {
   t.f32_to_bf16_round = k_f32_to_bf16_round;
   t.attn_tile = k_attn_tile;
   t.attn_tile_bf16 = nullptr;
+  t.attn_pack_bf16 = nullptr;
   t.attn_chunk = k_attn_chunk;
   t.attn_combine = k_attn_combine;
   t.dot_vs_fma_speed = nullptr;
