@@ -30,6 +30,7 @@ Dist Dist::of(const std::vector<double>& v) {
   for (double x : v) q += (x - d.mean) * (x - d.mean);
   d.std = std::sqrt(q / static_cast<double>(v.size()));  // population std, as numpy.std
   d.median = percentile(v, 50);
+  d.p90 = percentile(v, 90);
   d.p99 = percentile(v, 99);
   return d;
 }
@@ -88,6 +89,7 @@ nlohmann::ordered_json to_json(const BenchSummary& s) {
     j[std::string("mean_") + name + "_ms"] = d->mean;
     j[std::string("median_") + name + "_ms"] = d->median;
     j[std::string("std_") + name + "_ms"] = d->std;
+    j[std::string("p90_") + name + "_ms"] = d->p90;
     j[std::string("p99_") + name + "_ms"] = d->p99;
   }
   j["errors"] = s.errors;
@@ -132,6 +134,7 @@ std::string format_summary(const BenchSummary& s, const std::string& title) {
     sec(t);
     row((std::string("Mean ") + k + " (ms):").c_str(), num(d->mean, 2));
     row((std::string("Median ") + k + " (ms):").c_str(), num(d->median, 2));
+    row((std::string("P90 ") + k + " (ms):").c_str(), num(d->p90, 2));
     row((std::string("P99 ") + k + " (ms):").c_str(), num(d->p99, 2));
   }
   out += std::string(50, '=') + "\n";

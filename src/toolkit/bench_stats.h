@@ -1,5 +1,5 @@
 // Statistics of `locr bench` (vLLM `bench serve` field names): per-request records from streamed
-// responses, and the summary — throughputs and mean/median/std/p99 of TTFT, TPOT (excluding the
+// responses, and the summary — throughputs and mean/median/std/p90/p99 of TTFT, TPOT (excluding the
 // first token), ITL and end-to-end latency.
 #pragma once
 
@@ -30,7 +30,7 @@ struct RequestRecord {
 double percentile(std::vector<double> v, double p);
 
 struct Dist {
-  double mean = 0, median = 0, std = 0, p99 = 0;
+  double mean = 0, median = 0, std = 0, p90 = 0, p99 = 0;
   static Dist of(const std::vector<double>& v);
 };
 
@@ -51,7 +51,7 @@ double tpot_s(const RequestRecord& r);
 BenchSummary summarize(const std::vector<RequestRecord>& records, double duration_s, bool pages);
 
 // vLLM result-file names: completed, failed, duration, total_input_tokens, total_output_tokens,
-// request_throughput, output_throughput, total_token_throughput, {mean,median,std,p99}_{ttft,tpot,itl,e2el}_ms.
+// request_throughput, output_throughput, total_token_throughput, {mean,median,std,p90,p99}_{ttft,tpot,itl,e2el}_ms.
 nlohmann::ordered_json to_json(const BenchSummary& s);
 // The vLLM-style text block.
 std::string format_summary(const BenchSummary& s, const std::string& title);

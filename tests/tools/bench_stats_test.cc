@@ -59,20 +59,22 @@ TEST(BenchStats, SummaryAndJsonFieldNames) {
   EXPECT_DOUBLE_EQ(s.pages_per_s, 1.0);
   EXPECT_NEAR(s.ttft_ms.mean, 200, 1e-9);
   EXPECT_NEAR(s.e2el_ms.median, 450, 1e-9);
+  EXPECT_NEAR(s.e2el_ms.p90, 300 + 0.9 * 300, 1e-9);  // linear between the two latencies, as numpy
+  EXPECT_NEAR(s.e2el_ms.p99, 300 + 0.99 * 300, 1e-9);
   EXPECT_NEAR(s.tpot_ms.mean, (200.0 + 150.0) / 2, 1e-9);  // (0.3-0.1)/1 and (0.6-0.3)/2
   EXPECT_NEAR(s.itl_ms.mean, 100, 1e-9);
   const auto j = to_json(s);
   for (const char* k : {"completed", "failed", "duration", "total_input_tokens", "total_output_tokens", "request_throughput",
                         "output_throughput", "total_token_throughput", "pages_per_second", "mean_ttft_ms", "median_ttft_ms",
                         "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
-                        "median_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms"})
+                        "median_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms", "p90_ttft_ms"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["errors"][0], "HTTP 500: boom");
   const std::string text = format_summary(s, "Throughput");
   for (const char* k : {"Successful requests:", "Failed requests:", "Benchmark duration (s):", "Total input tokens:",
                         "Total generated tokens:", "Request throughput (req/s):", "Output token throughput (tok/s):",
                         "Total Token throughput (tok/s):", "Mean TTFT (ms):", "Median TPOT (ms):", "P99 ITL (ms):",
-                        "Mean E2EL (ms):", "Pages per second:"})
+                        "Mean E2EL (ms):", "P90 E2EL (ms):", "Pages per second:"})
     EXPECT_NE(text.find(k), std::string::npos) << k;
 }
 
