@@ -82,7 +82,7 @@ if [ "$ONLY" != locr ] && [ ! -x "$LLAMA_SERVER" ]; then
 fi
 
 # 4. The two servers, one after the other, each driven by the same locr bench command.
-PORT=${PORT:-18431}
+PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 SERVER_PID=""
 stop_server() {
   if [ -n "$SERVER_PID" ]; then
@@ -163,12 +163,12 @@ for name in ("locr", "llama"):
     else:
         parts = [("prompt incl. image", metric(m, "llamacpp:prompt_seconds_total")),
                  ("generation", metric(m, "llamacpp:tokens_predicted_seconds_total"))]
-    split = ", ".join(f"{p} {v:.0f} s" for p, v in parts if v is not None) or "n/a"
+    split = ", ".join(f"{p} {v:.1f} s" for p, v in parts if v is not None) or "n/a"
     pph = t["completed"] / t["duration"] * 3600 if t["duration"] > 0 else 0
     rows[name] = pph
     tpot = t["mean_tpot_ms"]
     print(f"| {'locr serve' if name == 'locr' else 'llama-server'} | {pph:.1f} ({t['completed']} of {t['num_prompts']} "
-          f"in {t['duration']:.0f} s) | {t['mean_e2el_ms'] / 1e3:.1f} s | {t['p90_e2el_ms'] / 1e3:.1f} s | "
+          f"in {t['duration']:.1f} s) | {t['mean_e2el_ms'] / 1e3:.1f} s | {t['p90_e2el_ms'] / 1e3:.1f} s | "
           f"{t['mean_ttft_ms'] / 1e3:.1f} s | {1e3 / tpot if tpot > 0 else 0:.1f} | {split} |")
 if "locr" in rows and "llama" in rows and rows["llama"] > 0:
     print(f"\nlocr / llama-server pages per hour: {rows['locr'] / rows['llama']:.2f}x")
