@@ -129,6 +129,9 @@ void declare_serve_options(Args& a) {
                              "~1.94x the tokens of bfloat16 per byte)", "TYPE");
   a.option("seed", "seeds the per-request seeds of requests that give none (default 0)", "N");
   a.flag("enable-prefix-caching", "reuse KV blocks of equal prompt prefixes (default on; --no-enable-prefix-caching)");
+  a.flag("vision-lane", "CPU, 2+ threads: encode pages' images on a thread of their own beside the decoder steps, "
+         "the cores split between the two (default off: a few encoder layers inside each step; on 2 cores the lane "
+         "costs pages per hour, see docs/benchmarks.md)");
   a.option("gpu-memory-utilization", "fraction of RAM for weights + activations + KV cache (default 0.9)", "F");
   a.option("kv-cache-memory", "KV cache size, e.g. 4GiB (overrides --gpu-memory-utilization)", "BYTES");
   a.option("kv-cache-memory-bytes", "same as --kv-cache-memory", "BYTES");
@@ -483,6 +486,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
     fail(ErrorKind::kInvalidArgument, "--max-num-seqs, --max-num-batched-tokens, --block-size must be >= 1 and "
                                       "--max-model-len >= 2");
   eo.enable_prefix_caching = a.get_flag("enable-prefix-caching", true);
+  eo.vision_lane = a.get_flag("vision-lane", false);
   for (const char* k : {"debug-fail-step", "debug-fail-vision"}) {
     if (!a.has(k)) continue;
     const int64_t n = parse_count(a.get(k), k);

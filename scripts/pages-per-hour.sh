@@ -3,6 +3,7 @@
 #
 #   scripts/pages-per-hour.sh WORKDIR [--model DIR] [--pages N] [--tokens N] [--threads N]
 #                             [--page-size WxH] [--fa on|off|auto] [--only locr|llama]
+#                             [--serve-args "ARGS"]   (more `locr serve` flags, e.g. --no-vision-lane)
 #
 # One command, every step recorded in WORKDIR/commands.txt:
 #   1. the model: --model DIR (a Hugging Face LightOnOCR-2 directory), else a random one of the real
@@ -14,20 +15,21 @@
 #   4. `locr serve` with --max-num-seqs N and prefix caching off, driven by `locr bench`: N distinct
 #      synthetic pages (default 4 A4 pages, 1092x1540), all N in flight, --tokens each (default 600,
 #      ignore_eos), no warm-up; then the same against `llama-server --parallel N` (prompt cache off:
-#      --no-cache-prompt --cache-ram 0; flash attention --fa, default off: its best on CPUs measured so far);
+#      --no-cache-prompt --cache-ram 0; flash attention --fa, default on: its best for whole pages, as its
+#      vision encoder takes 2.3x as long without it, docs/benchmarks.md, while decode gains 1.3x);
 #   5. a table: pages per hour, mean and p90 page latency, mean time to first token, decode tokens per
 #      second per page, and each server's own time split from its /metrics (locr: vision, prefill,
 #      decode busy seconds; llama-server: prompt processing, which includes the image, and generation).
 # Results: WORKDIR/{locr,llama}.bench.json, WORKDIR/{locr,llama}.metrics, WORKDIR/summary.md.
 set -euo pipefail
 
-usage() { sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '4,6p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 WORK=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LOCR=${LOCR:-$ROOT/build/bin/locr}
-MODEL="" PAGES=4 TOKENS=600 THREADS="" PAGE_SIZE=1092x1540 FA=off ONLY=""
+MODEL="" PAGES=4 TOKENS=600 THREADS="" PAGE_SIZE=1092x1540 FA=on ONLY="" SERVE_ARGS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --page-size) PAGE_SIZE=$2; shift 2 ;;
     --fa) FA=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --serve-args) SERVE_ARGS=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -113,9 +116,9 @@ CTX_PER_SEQ=$(( 4096 > TOKENS + 3072 ? 4096 : TOKENS + 3072 ))
 
 if [ "$ONLY" != llama ]; then
   echo "$LOCR serve $GGUF --mmproj $MMPROJ --port $PORT --threads $THREADS --max-num-seqs $PAGES" \
-       "--no-enable-prefix-caching --max-model-len $CTX_PER_SEQ" >> "$CMDS"
+       "--no-enable-prefix-caching --max-model-len $CTX_PER_SEQ $SERVE_ARGS" >> "$CMDS"
   "$LOCR" serve "$GGUF" --mmproj "$MMPROJ" --port "$PORT" --threads "$THREADS" --max-num-seqs "$PAGES" \
-    --no-enable-prefix-caching --max-model-len "$CTX_PER_SEQ" > "$WORK/locr.server.log" 2>&1 &
+    --no-enable-prefix-caching --max-model-len "$CTX_PER_SEQ" $SERVE_ARGS > "$WORK/locr.server.log" 2>&1 &
   SERVER_PID=$!
   wait_ready "$WORK/locr.server.log"
   bench locr

@@ -111,6 +111,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
 }
 
 namespace {
+thread_local ThreadPool* t_scoped_pool = nullptr;
+
 std::unique_ptr<ThreadPool>& global_slot() {
   static std::unique_ptr<ThreadPool> pool;
   return pool;
@@ -118,7 +120,11 @@ std::unique_ptr<ThreadPool>& global_slot() {
 std::mutex g_global_mu;
 }  // namespace
 
+ThreadPool::ScopedUse::ScopedUse(ThreadPool* pool) : prev_(t_scoped_pool) { t_scoped_pool = pool; }
+ThreadPool::ScopedUse::~ScopedUse() { t_scoped_pool = prev_; }
+
 ThreadPool& ThreadPool::global() {
+  if (t_scoped_pool) return *t_scoped_pool;
   std::lock_guard<std::mutex> lock(g_global_mu);
   auto& p = global_slot();
   if (!p) p = std::make_unique<ThreadPool>(default_threads());

@@ -33,11 +33,26 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain,
                     const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
 
-  // Process-wide pool used by kernels; configured once by the frontend (--threads).
+  // Process-wide pool used by kernels; configured once by the frontend (--threads). A thread in a
+  // ScopedUse gets that scope's pool instead (a lane of the engine: see runtime/engine.h).
   static ThreadPool& global();
   static void set_global_threads(int n);
   // Number of physical cores (falls back to hardware_concurrency).
   static int default_threads();
+
+  // While alive, global() returns `pool` on the constructing thread (nullptr: the process-wide
+  // one); scopes nest. Kernels take their pool from global() at each call, so work started in the
+  // scope runs on `pool`'s threads only.
+  class ScopedUse {
+   public:
+    explicit ScopedUse(ThreadPool* pool);
+    ~ScopedUse();
+    ScopedUse(const ScopedUse&) = delete;
+    ScopedUse& operator=(const ScopedUse&) = delete;
+
+   private:
+    ThreadPool* prev_;
+  };
 
  private:
   void worker_loop(int index);

@@ -13,6 +13,11 @@
 // LOCR_CHECK; kernels never throw. Fused and batched ops (add_rms_norm, kv_store, paged_attention,
 // patch_merge) have defaults composed of the primitives or run on the host; a device backend
 // overrides them.
+//
+// Threads: the host backends (ref, cpu) keep no mutable state between calls (their scratch is per
+// calling thread, their pool ThreadPool::global() of the calling thread), so two threads may run
+// ops at once, each on its own pool (the engine's vision lane, runtime/engine.h). A device backend
+// orders its work on one stream and is driven from one thread.
 #pragma once
 
 #include <cstdint>

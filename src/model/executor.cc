@@ -82,6 +82,8 @@ int64_t CpuExecutor::kv_bytes_per_block() const {
 
 int CpuExecutor::vision_layers() const { return model_.encoder().num_layers(); }
 
+bool CpuExecutor::concurrent_vision() const { return model_.ops().host_memory() && taps_ == nullptr; }
+
 std::unique_ptr<VisionJob> CpuExecutor::vision_begin(const std::vector<ProcessedImage>& images) {
   return vision::begin(model_, images, taps_);
 }

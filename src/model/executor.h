@@ -143,6 +143,9 @@ class Executor {
   virtual void vision_run(VisionJob& job, int n_layers) = 0;
   virtual std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) = 0;
   virtual int vision_layers() const = 0;
+  // True when the vision calls may run on another thread while step() runs (each side on the pool
+  // of its own thread: runtime/vision_lane.h), one job's calls in order.
+  virtual bool concurrent_vision() const { return false; }
 
   // One decoder pass over all rows of `seqs`. `hidden`, when set, receives every hidden state of
   // all rows (dumps and parity checks; slow on devices).
@@ -166,6 +169,8 @@ class CpuExecutor : public Executor {
   void vision_run(VisionJob& job, int n_layers) override;
   std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) override;
   int vision_layers() const override;
+  // Host kernels keep no state between calls (kernels/ops.h); not while taps record.
+  bool concurrent_vision() const override;
   void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) override;
   bool set_taps(Taps* taps) override {
     taps_ = taps;

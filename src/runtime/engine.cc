@@ -29,6 +29,7 @@ struct Engine::Seq {
   int64_t n_published = 0;
   // Vision.
   std::unique_ptr<model::VisionJob> vision;
+  std::shared_ptr<VisionLane::Task> vision_task;  // in the vision lane (lane_), until collected
   std::shared_ptr<model::ImageEmbeds> image_embeds;  // [n image tokens, hidden] once encoded
   std::vector<int64_t> image_index;  // per prompt position: row of image_embeds or -1
   bool vision_done = true;
@@ -92,6 +93,18 @@ Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
       {"sliding_window", "None"},
   };
   free_blocks_ = blocks_.n_free();
+  const int threads = ThreadPool::global().size();
+  if (opts_.vision_lane && exec_->concurrent_vision() && threads >= 2) {
+    lane_ = std::make_unique<VisionLane>(*exec_, threads, [this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        lane_signal_ = true;
+      }
+      cv_.notify_all();
+    });
+    LOCR_INFO("engine: vision lane of ", lane_->vision_threads(), " of ", threads,
+              " threads beside the steps (all of them when there is nothing to decode)");
+  }
   LOCR_INFO("engine: ", exec_->name(), " executor, ", blocks_.n_blocks(), " KV blocks of ", opts_.block_size,
             " tokens (", blocks_.n_blocks() * opts_.block_size, " tokens, ",
             (blocks_.n_blocks() * exec_->kv_bytes_per_block()) >> 20,
@@ -159,8 +172,15 @@ void Engine::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (waiting_.empty() && running_.empty())
+      if (waiting_.empty() && running_.empty()) {
         cv_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+      } else if (idle_on_lane_) {
+        // Nothing to compute until the lane finishes an encoding; look again now and then for
+        // cancelled requests (their encodings stop at the next layer).
+        cv_.wait_for(lock, std::chrono::milliseconds(50),
+                     [&] { return stopping_ || !incoming_.empty() || lane_signal_; });
+      }
+      lane_signal_ = false;
       while (!incoming_.empty()) {
         waiting_.push_back(std::move(incoming_.front()));
         incoming_.pop_front();
@@ -197,6 +217,7 @@ void Engine::fail_step(const std::string& what) {
 }
 
 void Engine::finish(Seq& s, Finish f) {
+  if (s.vision_task) s.vision_task->cancelled.store(true);
   // Before the final event: a client that reads it sees its slot free (the gauges follow at the
   // end of the step).
   if (!s.finished) metrics_.num_unfinished.fetch_sub(1);
@@ -295,21 +316,62 @@ void Engine::run_vision(Seq& s, int64_t budget) {
   const int64_t n = std::max<int64_t>(1, s.vision->n_patches());
   const int layers = static_cast<int>(std::clamp<int64_t>(budget / n, 1, exec_->vision_layers()));
   exec_->vision_run(*s.vision, layers);
+  std::shared_ptr<model::ImageEmbeds> embeds;
   if (s.vision->done()) {
-    s.image_embeds = exec_->vision_finish(*s.vision);
+    embeds = exec_->vision_finish(*s.vision);
     s.vision.reset();
-    s.vision_done = true;
-    // Map prompt positions to image embedding rows.
-    s.image_index.assign(s.n_prompt, -1);
-    int64_t next = 0;
-    for (size_t t = 0; t < s.n_prompt; ++t)
-      if (s.tokens[t] == model_.config().image_token_id) s.image_index[t] = next++;
-    LOCR_CHECK(next == s.image_embeds->rows(), "image tokens ", next, " != features ", s.image_embeds->rows());
   }
   const double vision_s = secs(t0, Clock::now());
   s.times.vision_s += vision_s;
   metrics_.busy_vision_s.fetch_add(vision_s);
-  if (s.vision_done) metrics_.vision_seconds.observe(s.times.vision_s);
+  if (embeds) vision_finished(s, std::move(embeds));
+}
+
+void Engine::vision_finished(Seq& s, std::shared_ptr<model::ImageEmbeds> embeds) {
+  s.image_embeds = std::move(embeds);
+  s.vision_done = true;
+  // Map prompt positions to image embedding rows.
+  s.image_index.assign(s.n_prompt, -1);
+  int64_t next = 0;
+  for (size_t t = 0; t < s.n_prompt; ++t)
+    if (s.tokens[t] == model_.config().image_token_id) s.image_index[t] = next++;
+  LOCR_CHECK(next == s.image_embeds->rows(), "image tokens ", next, " != features ", s.image_embeds->rows());
+  metrics_.vision_seconds.observe(s.times.vision_s);
+}
+
+void Engine::collect_vision() {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Seq& s = *running_[i];
+    if (!s.vision_task || !s.vision_task->done.load()) continue;
+    const std::shared_ptr<VisionLane::Task> t = std::move(s.vision_task);
+    s.times.vision_s += t->seconds;
+    metrics_.busy_vision_s.fetch_add(t->seconds);
+    if (t->embeds && t->error.empty()) {
+      try {
+        vision_finished(s, t->embeds);
+        continue;
+      } catch (const std::exception& e) {
+        t->error = e.what();
+      }
+    }
+    LOCR_ERROR("engine: the vision encoding of ", s.in.request_id, " failed: ", t->error);
+    finish(s, {FinishReason::kError, {}, std::string("internal error in the vision encoder: ") + t->error});
+    running_.erase(running_.begin() + static_cast<long>(i));  // not scheduled yet: nothing refers to it
+    --i;
+  }
+}
+
+void Engine::submit_vision() {
+  for (auto& sp : running_) {
+    Seq& s = *sp;
+    if (s.vision_done || s.vision_task) continue;
+    auto t = std::make_shared<VisionLane::Task>();
+    t->images = s.in.images;
+    if (opts_.debug_fail_vision > 0 && ++n_visions_ == opts_.debug_fail_vision)
+      t->fault = "injected fault (--debug-fail-vision " + std::to_string(opts_.debug_fail_vision) + ")";
+    s.vision_task = t;
+    lane_->submit(std::move(t));
+  }
 }
 
 void Engine::sample_and_emit(Seq& s, float* logits) {
@@ -404,6 +466,7 @@ bool Engine::step() {
   };
   running_.erase(std::remove_if(running_.begin(), running_.end(), cancelled), running_.end());
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), cancelled), waiting_.end());
+  if (lane_) collect_vision();
 
   int64_t budget = opts_.max_num_batched_tokens;
   struct Sched {
@@ -517,9 +580,11 @@ bool Engine::step() {
     waiting_.pop_front();
   }
 
-  // 3. Vision: advance the oldest pending encoding by a budgeted number of layers; with nothing
-  // else to run, finish it in one go. A fault there ends that request only.
-  for (size_t i = 0; i < running_.size(); ++i) {
+  // 3. Vision: hand new encodings to the lane; without one, advance the oldest pending encoding by
+  // a budgeted number of layers, or with nothing else to run finish it in one go. A fault there
+  // ends that request only.
+  if (lane_) submit_vision();
+  for (size_t i = 0; i < running_.size() && !lane_; ++i) {
     Seq& s = *running_[i];
     if (s.vision_done) continue;
     try {
@@ -536,6 +601,10 @@ bool Engine::step() {
   metrics_.num_running = static_cast<int64_t>(running_.size());
   metrics_.num_waiting = static_cast<int64_t>(waiting_.size());
 
+  idle_on_lane_ = lane_ && sched.empty() && lane_->busy();
+  if (lane_) lane_->set_engine_busy(!sched.empty());
+  // While the lane encodes, this step runs on the engine's share of the cores.
+  ThreadPool::ScopedUse lane_share(lane_ && lane_->busy() ? lane_->step_pool() : nullptr);
   if (sched.empty()) {
     free_blocks_ = blocks_.n_free();
     metrics_.kv_usage = blocks_.usage();

@@ -1,7 +1,10 @@
 // The serving engine: one thread owns the model, the paged KV cache and the scheduler, and runs
 // steps in the style of vLLM's continuous batching. Each step mixes
 //   - vision encoding of newly admitted requests, a few encoder layers per step (budgeted in
-//     patch-layers) so a large page never starves running decodes,
+//     patch-layers) so a large page never starves running decodes; or, when asked for
+//     (EngineOptions::vision_lane, host backends, 2+ threads), in the vision lane
+//     (runtime/vision_lane.h): a thread of its own that encodes pages first come first served
+//     beside the steps, the cores split between the two,
 //   - chunked prefill and one decode token for every running sequence, within a token budget
 //     (max_num_batched_tokens) and a sequence cap (max_num_seqs),
 // over a paged KV cache with admission by free blocks, preemption by recompute when blocks run
@@ -27,6 +30,7 @@
 #include "runtime/block_manager.h"
 #include "runtime/metrics.h"
 #include "runtime/request.h"
+#include "runtime/vision_lane.h"
 
 namespace locr::runtime {
 
@@ -41,6 +45,8 @@ struct EngineOptions {
   bool cuda_graphs = true;               // device backends: replay decode-only steps as graphs
   bool enable_prefix_caching = true;
   int64_t vision_budget = 0;  // patch-layers per step; 0 = 4 * max_num_batched_tokens
+  bool vision_lane = false;   // encode in the vision lane where the executor and threads allow
+                              // (off by default: on 2 cores it costs pages per hour, docs/benchmarks.md)
   // Testing only (--debug-fail-step / --debug-fail-vision): the N-th decoder step, or the N-th
   // vision encoding, counted from 1 since start, throws as an internal error would. 0: never.
   int64_t debug_fail_step = 0;
@@ -61,6 +67,8 @@ class Engine {
 
   const EngineOptions& options() const { return opts_; }
   const EngineMetrics& metrics() const { return metrics_; }
+  // Threads of the vision lane's share of the cores (0: no lane; encodings run inside the steps).
+  int vision_lane_threads() const { return lane_ ? lane_->vision_threads() : 0; }
   int64_t kv_blocks_total() const { return blocks_.n_blocks(); }
   int64_t kv_blocks_free() const { return free_blocks_.load(); }
   const char* executor_name() const { return exec_->name(); }
@@ -79,6 +87,11 @@ class Engine {
   void admit_prefix(Seq& s);
   void publish_blocks(Seq& s);
   void run_vision(Seq& s, int64_t budget);
+  // The vision lane's side in a step: results of finished encodings taken (before scheduling), new
+  // ones handed over (after admission), in admission order.
+  void collect_vision();
+  void submit_vision();
+  void vision_finished(Seq& s, std::shared_ptr<model::ImageEmbeds> embeds);  // embeddings in, positions mapped
   void sample_and_emit(Seq& s, float* logits);
   void verify_and_emit(Seq& s, float* logits);  // speculative verification (runtime/speculative.h)
   void emit(Seq& s, int32_t tok, TokenEvent e);
@@ -95,12 +108,15 @@ class Engine {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Seq>> incoming_;
   bool stopping_ = false, drain_ = true;
+  bool lane_signal_ = false;  // the lane finished a task since the engine last looked
 
   // Engine-thread state.
   std::deque<std::unique_ptr<Seq>> waiting_;
   std::vector<std::unique_ptr<Seq>> running_;
   std::vector<Seq*> in_step_;  // the sequences the current step computes
   int64_t n_steps_ = 0, n_visions_ = 0;
+  bool idle_on_lane_ = false;  // the last step had nothing to run but encodings in the lane
+  std::unique_ptr<VisionLane> lane_;  // after exec_: stopped before it
   std::thread thread_;
 };
 

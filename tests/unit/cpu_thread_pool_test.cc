@@ -47,5 +47,35 @@ TEST(CpuThreadPool, WakesAfterIdle) {
   }
 }
 
+
+// ThreadPool::ScopedUse: global() is the scope's pool on the constructing thread only, scopes nest,
+// and kernels' parallel_for calls inside it run on that pool's threads.
+TEST(ThreadPoolScopedUse, GlobalIsTheScopesPoolOnThisThreadOnly) {
+  ThreadPool& process = ThreadPool::global();
+  ThreadPool lane(3), inner(1);
+  {
+    ThreadPool::ScopedUse use(&lane);
+    EXPECT_EQ(&ThreadPool::global(), &lane);
+    ThreadPool* other = nullptr;
+    std::thread([&] { other = &ThreadPool::global(); }).join();
+    EXPECT_EQ(other, &process);
+    {
+      ThreadPool::ScopedUse nested(&inner);
+      EXPECT_EQ(&ThreadPool::global(), &inner);
+    }
+    EXPECT_EQ(&ThreadPool::global(), &lane);
+    std::atomic<int> max_thread{0};
+    ThreadPool::global().parallel_for(64, 1, [&](int64_t, int64_t, int t) {
+      int seen = max_thread.load();
+      while (t > seen && !max_thread.compare_exchange_weak(seen, t)) {
+      }
+    });
+    EXPECT_LT(max_thread.load(), lane.size());
+    ThreadPool::ScopedUse none(nullptr);
+    EXPECT_EQ(&ThreadPool::global(), &process);
+  }
+  EXPECT_EQ(&ThreadPool::global(), &process);
+}
+
 }  // namespace
 }  // namespace locr

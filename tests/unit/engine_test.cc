@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/thread_pool.h"
 #include "io/image.h"
 #include "model/lighton_ocr.h"
 #include "runtime/engine.h"
@@ -276,10 +277,28 @@ TEST(Engine, AFailedStepEndsItsRequestsAndTheEngineGoesOn) {
   EXPECT_NE(m.find("finished_reason=\"error\"} 2.0"), std::string::npos) << m;
 }
 
-TEST(Engine, AFailedVisionEncodingEndsOnlyThatRequest) {
-  EngineOptions o;
+// Both ways of encoding: in the vision lane (runtime/vision_lane.h; where this machine has 2+
+// threads) and a few layers inside each step.
+class EngineVision : public testing::TestWithParam<bool> {
+ protected:
+  EngineOptions options() const {
+    EngineOptions o;
+    o.vision_lane = GetParam();
+    return o;
+  }
+  void expect_lane(const Engine& e) const {
+    const int threads = ThreadPool::global().size();
+    EXPECT_EQ(e.vision_lane_threads(), GetParam() && threads >= 2 ? threads / 2 : 0);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Lane, EngineVision, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "lane" : "in_step"; });
+
+TEST_P(EngineVision, AFailedVisionEncodingEndsOnlyThatRequest) {
+  EngineOptions o = options();
   o.debug_fail_vision = 1;
   Engine engine(tiny_model(), o);
+  expect_lane(engine);
   const auto& m = tiny_model();
   const model::Prompt p = small_page_prompt();
   const RequestInput img = page_request(p, 8);
@@ -299,12 +318,15 @@ TEST(Engine, AFailedVisionEncodingEndsOnlyThatRequest) {
   EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
 }
 
-TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
-  // A page's vision encoding is spread over several steps (tiny budget) while text requests decode.
-  EngineOptions o;
+TEST_P(EngineVision, ImageRequestsMatchSingleSequenceGeneration) {
+  // A page's vision encoding is spread over several steps (tiny budget), or runs in the lane, while
+  // text requests decode: the tokens are those of one sequence alone (the encoder's results do not
+  // depend on the threads it runs on).
+  EngineOptions o = options();
   o.vision_budget = 8;
   o.max_num_batched_tokens = 16;
   Engine engine(tiny_model(), o);
+  expect_lane(engine);
   const auto& m = tiny_model();
   const std::string dir = std::string(LOCR_FIXTURES_DIR) + "/images/";
   std::vector<std::pair<RequestInput, model::Prompt>> reqs;
@@ -331,6 +353,36 @@ TEST(Engine, ImageRequestsMatchSingleSequenceGeneration) {
     EXPECT_EQ(collect(*streams[i]), generate(m, reqs[i].second, go).tokens) << "image request " << i;
   }
   EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+}
+
+// A request cancelled while its page is being encoded ends ("abort"), gives back its blocks, and
+// the engine serves the next page; several pages in flight at once all complete, each as alone.
+TEST_P(EngineVision, CancelWhileEncodingAndManyPagesInFlight) {
+  Engine engine(tiny_model(), options());
+  const model::Prompt p = small_page_prompt();
+  auto doomed = engine.submit(page_request(p, 50));
+  doomed->cancel();
+  std::string reason;
+  collect(*doomed, &reason);
+  EXPECT_EQ(reason, "abort");
+  DecodeParams go;
+  go.max_tokens = 12;
+  go.sampling.temperature = 0;
+  const std::vector<int32_t> alone = generate(tiny_model(), p, go).tokens;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) streams.push_back(engine.submit(page_request(p, 12)));
+  auto text_req = make_request("Bonjour tout le monde", 30);
+  auto ts = engine.submit(text_req);
+  for (auto& st : streams) EXPECT_EQ(collect(*st), alone);
+  EXPECT_EQ(collect(*ts), reference(text_req));
+  for (int i = 0; i < 100 && engine.kv_blocks_free() != engine.kv_blocks_total(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine.kv_blocks_free(), engine.kv_blocks_total());
+  // The encodings' time is counted (in the lane it overlaps the steps' prefill and decode time).
+  const std::string m = engine.metrics().render("tiny");
+  const std::string key = "locr:engine_busy_seconds_total{model_name=\"tiny\",phase=\"vision\"} ";
+  const size_t at = m.find(key);
+  ASSERT_NE(at, std::string::npos) << m;
+  EXPECT_GT(std::stod(m.substr(at + key.size())), 0.0);
 }
 
 std::vector<int32_t> collect_event_reasons(RequestStream& s, std::string* reason, std::string* stop_reason) {
