@@ -274,10 +274,12 @@ TEST_P(CpuOpsTest, AttentionVisionLike) {
   check_attention(130, 130, 2, 2, 64, false, 0, 3);
 }
 
-// The tiled path at head dims that are not a multiple of the vector or of 32 (the vdpbf16ps tile pads
-// them to 32, and packs keys in pairs: odd key counts), causal and not, paged.
+// The tiled path at head dims that are not a multiple of the vector or of 32 (the vdpbf16ps tile,
+// bidirectional attention only, pads them to 32 and packs keys in pairs: odd key counts, GQA), and
+// causal, paged.
 TEST_P(CpuOpsTest, AttentionTiledOddShapes) {
   check_attention(45, 47, 3, 3, 40, false, 0, 1);
+  check_attention(70, 71, 2, 1, 72, false, 0, 0);
   check_attention(70, 71, 2, 1, 72, true, 1, 0);
   check_attention(33, 101, 4, 2, 96, true, 68, 2, 16);
   check_attention(21, 21, 2, 2, 18, true, 0, 0, 0, DType::kBF16);

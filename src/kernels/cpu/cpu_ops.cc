@@ -617,9 +617,12 @@ class CpuOps final : public Ops {
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
-    // cpu-bf16 where vdpbf16ps beats FMA: the tile on bf16 pairs, over K and V packed per kv head
-    // (from the rows as they are when they are f32, else from the copy below).
-    const bool dot_tile = precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr;
+    // cpu-bf16 where vdpbf16ps beats FMA: the bidirectional tiles (the vision encoder's) on bf16
+    // pairs, over K and V packed per kv head (from the rows as they are when they are f32, else from
+    // the copy below). Causal attention (the decoder's prefill) stays f32, as the few-row path that
+    // scores the same prompt from the prefix cache or in decode steps: a cached prompt then gives
+    // the logits of a computed one up to summation order, not up to four bf16 roundings.
+    const bool dot_tile = precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && !p.causal;
     // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
     // its scale), in the same copy.
     a.kv_bf16 = false;
