@@ -113,6 +113,22 @@ inline void mask_causal(float* s, int64_t jn, int64_t first_thr) {
   }
 }
 
+// The tile's output rows: O row i (o_ld floats apart) divided by its softmax sum (l, spilled to
+// lsum [kBQ]), written to query row q0 + i of head h.
+inline void store_tile_output(const AttnArgs& a, int64_t h, int64_t q0, int nq, const float* o, int64_t o_ld,
+                              const vf (&l)[kNV], float* lsum) {
+  const int64_t hd = a.head_dim;
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(lsum + v * W, l[v]);
+  for (int i = 0; i < nq; ++i) {
+    const vf inv = vset1(lsum[i] > 0 ? 1.0f / lsum[i] : 0.0f);
+    const float* oi = o + i * o_ld;
+    float* out = a.out + (q0 + i) * a.out_stride + h * hd;
+    int64_t d = 0;
+    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(oi + d), inv));
+    if (d < hd) vstore_n(out + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
+  }
+}
+
 void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   const int64_t hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kh = h / group;
   const int nq = static_cast<int>(min64(kBQ, a.n_q - q0));
@@ -156,15 +172,7 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
         pv_dispatch(static_cast<int>(min64(kPvIR, nq - ii)), jn, vb, a.kv_stride, s, ii, o, hd, d0, dn);
     }
   }
-  LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(lsum + v * W, l[v]);
-  for (int i = 0; i < nq; ++i) {
-    const vf inv = vset1(lsum[i] > 0 ? 1.0f / lsum[i] : 0.0f);
-    const float* oi = o + i * hd;
-    float* out = a.out + (q0 + i) * a.out_stride + h * hd;
-    int64_t d = 0;
-    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(oi + d), inv));
-    if (d < hd) vstore_n(out + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
-  }
+  store_tile_output(a, h, q0, nq, o, hd, l, lsum);
 }
 
 // Keys/values are F32, BF16 (a BF16 KV cache) or FP8 E4M3 (an FP8 one, scaled per row and kv

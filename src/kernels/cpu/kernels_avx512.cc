@@ -250,15 +250,7 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
       for (int ii = 0; ii < nq; ii += kPvIRdp)
         pv_dispatch_dp<2>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, ii, o, d0);
   }
-  LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(lsum + v * W, l[v]);
-  for (int i = 0; i < nq; ++i) {
-    const vf inv = vset1(lsum[i] > 0 ? 1.0f / lsum[i] : 0.0f);
-    const float* oi = o + i * hp;
-    float* out = a.out + (q0 + i) * a.out_stride + h * hd;
-    int64_t d = 0;
-    for (; d + W <= hd; d += W) vstore(out + d, vmul(vload(oi + d), inv));
-    if (d < hd) vstore_n(out + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), inv), static_cast<int>(hd - d));
-  }
+  store_tile_output(a, h, q0, nq, o, hp, l, lsum);
 }
 
 // ---- Calibration: is vdpbf16ps actually faster than FMA here? ----
