@@ -6,7 +6,8 @@
 // Decoding is the ByteLevel decoder. The pieces live in tokenizer_unicode, tokenizer_added,
 // tokenizer_pretokenizer and tokenizer_bpe. Not supported (rejected with an error naming the
 // component): other models, normalizers, pre-tokenizers and decoders. Truncation, padding and
-// the post-processor are ignored: callers get the bare ids.
+// the post-processor are ignored: callers get the bare ids. TokenizerOptions can replace the
+// normalizer, pre-tokenizer, decoder and BPE options as transformers does (tokenizer.h).
 #include "model/tokenizer.h"
 
 #include <algorithm>
@@ -104,7 +105,7 @@ void parse_pre_tokenizer(const json& p, const std::string& where, std::vector<Pr
     if (!known)
       fail(ErrorKind::kUnsupported, where, " (Split): regex ", json(regex).dump(),
            " is not supported; supported are the Qwen2 regex ", json(split_regex_pattern(SplitRegex::kQwen2)).dump(),
-           ", its \\p{N}{1,3} variant and the GPT-2 regex");
+           ", its \\p{N}{1,3} variant, the Qwen3.5 regex (the same with [\\p{L}\\p{M}]+ letter runs) and the GPT-2 regex");
     const std::string behavior = member(p, "behavior") ? get_string(p, "behavior", where) : "Isolated";
     if (behavior != "Isolated")
       fail(ErrorKind::kUnsupported, where, " (Split): behavior \"", behavior, "\" is not supported (only Isolated)");
@@ -159,7 +160,9 @@ std::vector<std::pair<std::string, std::string>> parse_merges(const json& merges
   return out;
 }
 
-std::unique_ptr<BpeModel> parse_model(const json& root, const std::string& src) {
+// `read_options`: whether the file's BPE options (unk token, ignore_merges, byte fallback...) are
+// read and checked; a pipeline override builds the model with the defaults instead.
+std::unique_ptr<BpeModel> parse_model(const json& root, const std::string& src, bool read_options) {
   const json* model = member(root, "model");
   if (model == nullptr || !model->is_object()) fail(ErrorKind::kInvalidArgument, src, ": missing \"model\" object");
   const std::string where = src + ": model";
@@ -175,14 +178,16 @@ std::unique_ptr<BpeModel> parse_model(const json& root, const std::string& src) 
   const json* merges = member(*model, "merges");
   if (merges == nullptr) fail(ErrorKind::kInvalidArgument, where, ".merges is missing");
 
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (const json* v = member(*model, key); v != nullptr && !(v->is_string() && v->get<std::string>().empty()))
-      fail(ErrorKind::kUnsupported, where, ".", key, " = ", v->dump(), " is not supported (byte-level BPE uses none)");
+  if (read_options) {
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+      if (const json* v = member(*model, key); v != nullptr && !(v->is_string() && v->get<std::string>().empty()))
+        fail(ErrorKind::kUnsupported, where, ".", key, " = ", v->dump(), " is not supported (byte-level BPE uses none)");
+    }
+    if (get_bool(*model, "byte_fallback", false, where))
+      fail(ErrorKind::kUnsupported, where, ".byte_fallback = true is not supported (byte-level BPE never needs it)");
+    if (const json* d = member(*model, "dropout"); d != nullptr && !(d->is_number() && d->get<double>() == 0.0))
+      fail(ErrorKind::kUnsupported, where, ".dropout = ", d->dump(), " is not supported (inference is deterministic)");
   }
-  if (get_bool(*model, "byte_fallback", false, where))
-    fail(ErrorKind::kUnsupported, where, ".byte_fallback = true is not supported (byte-level BPE never needs it)");
-  if (const json* d = member(*model, "dropout"); d != nullptr && !(d->is_number() && d->get<double>() == 0.0))
-    fail(ErrorKind::kUnsupported, where, ".dropout = ", d->dump(), " is not supported (inference is deterministic)");
 
   TokenMap tokens;
   tokens.reserve(vocab->size());
@@ -199,9 +204,11 @@ std::unique_ptr<BpeModel> parse_model(const json& root, const std::string& src) 
     tokens.emplace(it.key(), id);
   }
   BpeOptions options;
-  options.ignore_merges = get_bool(*model, "ignore_merges", false, where);
-  options.fuse_unk = get_bool(*model, "fuse_unk", false, where);
-  if (member(*model, "unk_token")) options.unk_token = get_string(*model, "unk_token", where);
+  if (read_options) {
+    options.ignore_merges = get_bool(*model, "ignore_merges", false, where);
+    options.fuse_unk = get_bool(*model, "fuse_unk", false, where);
+    if (member(*model, "unk_token")) options.unk_token = get_string(*model, "unk_token", where);
+  }
   return std::make_unique<BpeModel>(std::move(tokens), parse_merges(*merges, where + ".merges"), std::move(options),
                                     where);
 }
@@ -250,7 +257,7 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const BpeModel& bpe
   return out;
 }
 
-TokenizerParts parse_tokenizer_json(const std::string& text, const std::string& src) {
+TokenizerParts parse_tokenizer_json(const std::string& text, const std::string& src, const TokenizerOptions& options) {
   json root;
   try {
     root = json::parse(text);
@@ -260,17 +267,24 @@ TokenizerParts parse_tokenizer_json(const std::string& text, const std::string& 
   if (!root.is_object()) fail(ErrorKind::kInvalidArgument, src, " must hold a JSON object");
 
   TokenizerParts parts;
-  parts.bpe = parse_model(root, src);
-  parts.nfc = parse_normalizer(root.value("normalizer", json()), src + ": normalizer");
-  const json pre = root.value("pre_tokenizer", json());
-  if (pre.is_null())
-    fail(ErrorKind::kUnsupported, src, ": pre_tokenizer is null; a ByteLevel pre-tokenizer is required");
-  parse_pre_tokenizer(pre, src + ": pre_tokenizer", &parts.steps);
-  const auto n_byte_level =
-      std::count_if(parts.steps.begin(), parts.steps.end(), [](const auto& s) { return s.byte_level; });
-  if (n_byte_level != 1 || !parts.steps.back().byte_level)
-    fail(ErrorKind::kUnsupported, src, ": pre_tokenizer must end with exactly one ByteLevel (got ", pre.dump().substr(0, 300), ")");
-  parse_decoder(root.value("decoder", json()), src + ": decoder");
+  const bool overridden = overrides_pipeline(options);
+  parts.bpe = parse_model(root, src, /*read_options=*/!overridden);
+  if (overridden) {
+    // As transformers' tokenizer classes that rebuild the pipeline in code: the file's
+    // normalizer, pre_tokenizer and decoder are not looked at.
+    apply_pipeline_override(options, &parts);
+  } else {
+    parts.nfc = parse_normalizer(root.value("normalizer", json()), src + ": normalizer");
+    const json pre = root.value("pre_tokenizer", json());
+    if (pre.is_null())
+      fail(ErrorKind::kUnsupported, src, ": pre_tokenizer is null; a ByteLevel pre-tokenizer is required");
+    parse_pre_tokenizer(pre, src + ": pre_tokenizer", &parts.steps);
+    const auto n_byte_level =
+        std::count_if(parts.steps.begin(), parts.steps.end(), [](const auto& s) { return s.byte_level; });
+    if (n_byte_level != 1 || !parts.steps.back().byte_level)
+      fail(ErrorKind::kUnsupported, src, ": pre_tokenizer must end with exactly one ByteLevel (got ", pre.dump().substr(0, 300), ")");
+    parse_decoder(root.value("decoder", json()), src + ": decoder");
+  }
   parts.added = parse_added_tokens(root, *parts.bpe, src);
   return parts;
 }
@@ -405,24 +419,54 @@ class BpeTokenizer final : public Tokenizer {
 
 }  // namespace
 
-std::vector<PreTokenizerStep> qwen2_pre_tokenizer() {
+namespace {
+
+std::vector<PreTokenizerStep> split_then_byte_level(SplitRegex regex) {
   PreTokenizerStep split;
-  split.regex = SplitRegex::kQwen2;
+  split.regex = regex;
   PreTokenizerStep byte_level;
-  byte_level.byte_level = true;
+  byte_level.byte_level = true;  // add_prefix_space=false, use_regex=false
   return {split, byte_level};
+}
+
+}  // namespace
+
+std::vector<PreTokenizerStep> qwen2_pre_tokenizer() { return split_then_byte_level(SplitRegex::kQwen2); }
+
+std::vector<PreTokenizerStep> qwen35_pre_tokenizer() { return split_then_byte_level(SplitRegex::kQwen35); }
+
+bool overrides_pipeline(const TokenizerOptions& options) {
+  return options.pre_tokenizer != PreTokenizerOverride::kNone;
+}
+
+void apply_pipeline_override(const TokenizerOptions& options, TokenizerParts* parts) {
+  switch (options.pre_tokenizer) {
+    case PreTokenizerOverride::kNone:
+      return;
+    case PreTokenizerOverride::kQwen35:
+      parts->nfc = true;
+      parts->steps = qwen35_pre_tokenizer();
+      return;
+  }
+}
+
+TokenizerOptions TokenizerOptions::for_model_type(std::string_view model_type) {
+  TokenizerOptions options;
+  if (model_type == "qwen3_5" || model_type == "qwen3_5_moe" || model_type == "qwen3_5_moe_text")
+    options.pre_tokenizer = PreTokenizerOverride::kQwen35;
+  return options;
 }
 
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(TokenizerParts parts) {
   return std::make_unique<BpeTokenizer>(std::move(parts));
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& tokenizer_json) {
-  return make_bpe_tokenizer(parse_tokenizer_json(tokenizer_json, "tokenizer.json"));
+std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& tokenizer_json, const TokenizerOptions& options) {
+  return make_bpe_tokenizer(parse_tokenizer_json(tokenizer_json, "tokenizer.json", options));
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path) {
-  return make_bpe_tokenizer(parse_tokenizer_json(io::read_file(path), path));
+std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path, const TokenizerOptions& options) {
+  return make_bpe_tokenizer(parse_tokenizer_json(io::read_file(path), path, options));
 }
 
 }  // namespace locr::model

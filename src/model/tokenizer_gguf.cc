@@ -108,16 +108,19 @@ bool get_bool(const io::GgufFile& f, const std::string& key) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const io::GgufFile& f) {
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const io::GgufFile& f, const TokenizerOptions& options) {
   const std::string& name = f.name();
   const std::string& model = require_string(f, "tokenizer.ggml.model", "the file has no tokenizer");
   if (model != "gpt2")
     fail(ErrorKind::kUnsupported, name, ": tokenizer.ggml.model \"", model,
          "\" is not supported (locr reads byte-level BPE tokenizers, \"gpt2\", as Qwen3 / LightOnOCR use)");
-  const std::string& pre = require_string(f, "tokenizer.ggml.pre", "the pre-tokenizer cannot be chosen without it");
-  if (pre != "qwen2")
-    fail(ErrorKind::kUnsupported, name, ": tokenizer.ggml.pre \"", pre,
-         "\" is not supported (supported: \"qwen2\", the Qwen2 / Qwen3 / LightOnOCR pre-tokenizer)");
+  // An override (TokenizerOptions) decides the pre-tokenizer whatever the file says.
+  if (!overrides_pipeline(options)) {
+    const std::string& pre = require_string(f, "tokenizer.ggml.pre", "the pre-tokenizer cannot be chosen without it");
+    if (pre != "qwen2")
+      fail(ErrorKind::kUnsupported, name, ": tokenizer.ggml.pre \"", pre,
+           "\" is not supported (supported: \"qwen2\", the Qwen2 / Qwen3 / LightOnOCR pre-tokenizer)");
+  }
   if (get_bool(f, "tokenizer.ggml.normalizer.lowercase") || get_bool(f, "tokenizer.ggml.normalizer.strip_accents"))
     fail(ErrorKind::kUnsupported, name, ": lowercasing / accent-stripping normalizers are not supported");
 
@@ -176,6 +179,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const io::GgufFile& f) {
   parts.bpe = std::make_unique<BpeModel>(std::move(vocab), pairs, BpeOptions{}, name + ": tokenizer.ggml");
   parts.nfc = true;  // Qwen2's tokenizer.json normalizer
   parts.steps = qwen2_pre_tokenizer();
+  apply_pipeline_override(options, &parts);
   return make_bpe_tokenizer(std::move(parts));
 }
 

@@ -4,7 +4,8 @@
 //   tokenizer.ggml.model        "gpt2" (byte-level BPE); anything else is kUnsupported
 //   tokenizer.ggml.pre          "qwen2" -> Qwen2's Split regex + ByteLevel, and NFC as Qwen2's
 //                               tokenizer.json has (llama.cpp itself does not normalise); any other
-//                               pre-tokenizer is kUnsupported, named
+//                               pre-tokenizer is kUnsupported, named -- unless TokenizerOptions
+//                               overrides the pipeline (Qwen3.5), when this key is not read
 //   tokenizer.ggml.tokens       [string], one per id (the converter pads to the model's vocab_size
 //                               with "[PAD<i>]" tokens of type UNUSED)
 //   tokenizer.ggml.token_type   [int32], per id: NORMAL 1 -> BPE vocabulary; CONTROL 3 -> added token,

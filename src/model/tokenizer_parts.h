@@ -34,6 +34,13 @@ struct TokenizerParts {
 // The Qwen2 / Qwen3 pipeline of tokenizer.json: Split(Qwen2 regex, Isolated) then
 // ByteLevel(add_prefix_space=false, use_regex=false).
 std::vector<PreTokenizerStep> qwen2_pre_tokenizer();
+// The same with the Qwen3.5 regex: what transformers' Qwen3_5Tokenizer builds.
+std::vector<PreTokenizerStep> qwen35_pre_tokenizer();
+
+// Whether `options` replaces the normalizer, pre-tokenizer, decoder and BPE options of the file.
+bool overrides_pipeline(const TokenizerOptions& options);
+// Sets parts->nfc and parts->steps as `options` says (only when overrides_pipeline(options)).
+void apply_pipeline_override(const TokenizerOptions& options, TokenizerParts* parts);
 
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(TokenizerParts parts);
 

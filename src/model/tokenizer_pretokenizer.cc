@@ -20,6 +20,9 @@ constexpr std::string_view kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kQwen2Digits3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// transformers' Qwen3_5Tokenizer (PRETOKENIZE_REGEX in models/qwen3_5/tokenization_qwen3_5.py).
+constexpr std::string_view kQwen35Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
@@ -39,6 +42,12 @@ struct Chars {
   }
   size_t space_run_end(size_t i) const {
     while (is_space(i)) ++i;
+    return i;
+  }
+  // \p{L}, or [\p{L}\p{M}] where marks are kept apart (see split_with_regex).
+  bool is_word(size_t i) const { return i < n && (cls[i] == CharClass::kLetter || cls[i] == CharClass::kMark); }
+  size_t word_run_end(size_t i) const {
+    while (is_word(i)) ++i;
     return i;
   }
 };
@@ -71,22 +80,28 @@ size_t match_space_tail(const Chars& t, size_t i, size_t q) {
   return q;
 }
 
+// The Qwen2 regex; also the Qwen3.5 one, which differs only in its character classes: letter
+// runs are [\p{L}\p{M}]+ (a combining mark continues or starts a word) and the symbol run is
+// [^\s\p{L}\p{M}\p{N}]+. split_with_regex keeps marks as kMark only for Qwen3.5 and makes them
+// kOther (symbols) for the other patterns, so one matcher serves both: below, a "word character"
+// is a letter or a mark, and for Qwen2 that is just \p{L}.
 size_t match_qwen2(const Chars& t, size_t i, size_t max_digits) {
   const CharClass c = t.cls[i];
   // (?i:'s|'t|'re|'ve|'m|'ll|'d)
   if (size_t e = match_contraction(t, i, /*ci=*/true); e != i) return e;
   // [^\r\n\p{L}\p{N}]?\p{L}+ : the optional character is taken only if a letter follows it
   // (otherwise it backtracks to empty and needs a letter at i).
-  if (c == CharClass::kLetter) return t.run_end(i, CharClass::kLetter);
-  if ((c == CharClass::kSpace || c == CharClass::kOther) && t.is(i + 1, CharClass::kLetter))
-    return t.run_end(i + 1, CharClass::kLetter);
+  // Qwen3.5's [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ : the optional character may also be a mark, and
+  // at a letter or a mark both ways end where the letter/mark run ends.
+  if (t.is_word(i)) return t.word_run_end(i);
+  if ((c == CharClass::kSpace || c == CharClass::kOther) && t.is_word(i + 1)) return t.word_run_end(i + 1);
   // \p{N} or \p{N}{1,3}
   if (c == CharClass::kNumber) {
     size_t e = i + 1;
     while (e < t.n && e - i < max_digits && t.cls[e] == CharClass::kNumber) ++e;
     return e;
   }
-  //  ?[^\s\p{L}\p{N}]+[\r\n]*
+  //  ?[^\s\p{L}\p{N}]+[\r\n]* (Qwen3.5: ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*)
   {
     size_t j = i;
     if (t.cp[i] == ' ' && t.is(i + 1, CharClass::kOther)) j = i + 1;
@@ -122,6 +137,7 @@ size_t match_gpt2(const Chars& t, size_t i) {
 std::optional<SplitRegex> split_regex_from_pattern(std::string_view pattern) {
   if (pattern == kQwen2Pattern) return SplitRegex::kQwen2;
   if (pattern == kQwen2Digits3Pattern) return SplitRegex::kQwen2Digits3;
+  if (pattern == kQwen35Pattern) return SplitRegex::kQwen35;
   if (pattern == kGpt2Pattern) return SplitRegex::kGpt2;
   return std::nullopt;
 }
@@ -130,6 +146,7 @@ std::string_view split_regex_pattern(SplitRegex re) {
   switch (re) {
     case SplitRegex::kQwen2: return kQwen2Pattern;
     case SplitRegex::kQwen2Digits3: return kQwen2Digits3Pattern;
+    case SplitRegex::kQwen35: return kQwen35Pattern;
     case SplitRegex::kGpt2: return kGpt2Pattern;
   }
   return {};
@@ -143,12 +160,17 @@ void split_with_regex(SplitRegex re, std::string_view text, std::vector<size_t>*
   cps.clear();
   classes.clear();
   offsets.clear();
+  // Only the Qwen3.5 regex names \p{M}; for the others a mark is a [^\s\p{L}\p{N}] character.
+  // (GPT-2's matcher never sees kMark either.)
+  const bool marks = re == SplitRegex::kQwen35;
   for (size_t i = 0; i < text.size();) {
     char32_t cp;
     size_t len = unicode::decode_utf8(text, i, &cp);
     if (len == 0) len = 1, cp = 0xFFFD;  // callers pass valid UTF-8
     cps.push_back(cp);
-    classes.push_back(unicode::char_class(cp));
+    CharClass k = unicode::char_class(cp);
+    if (k == CharClass::kMark && !marks) k = CharClass::kOther;
+    classes.push_back(k);
     offsets.push_back(static_cast<uint32_t>(i));
     i += len;
   }
@@ -157,7 +179,8 @@ void split_with_regex(SplitRegex re, std::string_view text, std::vector<size_t>*
   for (size_t i = 0; i < t.n;) {
     size_t e = i;
     switch (re) {
-      case SplitRegex::kQwen2: e = match_qwen2(t, i, 1); break;
+      case SplitRegex::kQwen2:
+      case SplitRegex::kQwen35: e = match_qwen2(t, i, 1); break;
       case SplitRegex::kQwen2Digits3: e = match_qwen2(t, i, 3); break;
       case SplitRegex::kGpt2: e = match_gpt2(t, i); break;
     }

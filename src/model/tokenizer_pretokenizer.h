@@ -3,7 +3,7 @@
 // match, alternatives tried in order, greedy quantifiers with backtracking, the `\s+(?!\S)`
 // lookahead, case-insensitive contractions including U+017F for 's'). Linear time: every
 // whitespace run is scanned a bounded number of times.
-// Not a regex engine: only the three known patterns below are supported.
+// Not a regex engine: only the four known patterns below are supported.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,11 @@ enum class SplitRegex {
   kQwen2,
   // The same with \p{N}{1,3}: transformers' TikTokenConverter default pattern.
   kQwen2Digits3,
+  // Qwen3.5 (transformers' Qwen3_5Tokenizer, which uses it whatever tokenizer.json says; see
+  // TokenizerOptions in tokenizer.h): combining marks \p{M} join letter runs and leave the
+  // symbol class.
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  kQwen35,
   // GPT-2 (ByteLevel with use_regex=true):
   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
   kGpt2,

@@ -41,6 +41,15 @@ constexpr std::array<Range, 7> kUnicode16Numbers = {{
     {0x16D70, 0x16D79}, {0x1CCF0, 0x1CCF9}, {0x1E5F1, 0x1E5FA},
 }};
 
+// Combining marks (\p{M}) of Unicode 16.0 that the Oniguruma in `tokenizers` knows and utf8proc
+// 2.8 reports as unassigned; as above, consulted only for code points utf8proc calls unassigned.
+constexpr std::array<Range, 13> kUnicode16Marks = {{
+    {0x897, 0x897},     {0x10D69, 0x10D6D}, {0x10EFC, 0x10EFC}, {0x113B8, 0x113C0},
+    {0x113C2, 0x113C2}, {0x113C5, 0x113C5}, {0x113C7, 0x113CA}, {0x113CC, 0x113D0},
+    {0x113D2, 0x113D2}, {0x113E1, 0x113E2}, {0x11F5A, 0x11F5A}, {0x1611E, 0x1612F},
+    {0x1E5EE, 0x1E5EF},
+}};
+
 // Combining marks (canonical combining class > 0 in Unicode 15) that `tokenizers`' NFC treats
 // as class 0: canonical reordering and composition never cross them. Measured by probing
 // tokenizers' NFD with every mark against marks of every other class.
@@ -111,9 +120,12 @@ CharClass char_class(char32_t cp) {
       return CharClass::kLetter;
     case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
       return CharClass::kNumber;
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+      return CharClass::kMark;
     case UTF8PROC_CATEGORY_CN:
       if (in_ranges(kUnicode16Letters, cp)) return CharClass::kLetter;
       if (in_ranges(kUnicode16Numbers, cp)) return CharClass::kNumber;
+      if (in_ranges(kUnicode16Marks, cp)) return CharClass::kMark;
       return CharClass::kOther;
     default:
       return CharClass::kOther;

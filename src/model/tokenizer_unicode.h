@@ -1,5 +1,5 @@
 // Unicode helpers for the tokenizer: UTF-8 decoding and repair, the character classes that the
-// pre-tokenizer regexes use (\p{L}, \p{N}, \s), NFC, and the \w / White_Space tests behind
+// pre-tokenizer regexes use (\p{L}, \p{M}, \p{N}, \s), NFC, and the \w / White_Space tests behind
 // added-token flags -- each defined the way Hugging Face `tokenizers` (Oniguruma regexes, the
 // `unicode-normalization` crate, Rust's `regex` crate and String::from_utf8_lossy) defines it,
 // so that our ids match theirs. Built on utf8proc; the few places where utf8proc's Unicode
@@ -14,15 +14,17 @@
 
 namespace locr::model::unicode {
 
-// The classes the pre-tokenizer regexes distinguish. \p{L} and \p{N} are general categories;
-// \s is the Unicode White_Space property (25 code points), with \r and \n kept apart because
-// the Qwen2 regex treats them specially.
+// The classes the pre-tokenizer regexes distinguish. \p{L}, \p{M} and \p{N} are general
+// categories (\p{M} = Mn, Mc, Me: combining marks); \s is the Unicode White_Space property (25
+// code points), with \r and \n kept apart because the Qwen2 regex treats them specially. Only the
+// Qwen3.5 regex names \p{M}; for the others a mark is one more [^\s\p{L}\p{N}] character.
 enum class CharClass : uint8_t {
   kLetter,   // \p{L}
   kNumber,   // \p{N}
   kNewline,  // \r or \n (also \s)
   kSpace,    // \s other than \r and \n
-  kOther,    // [^\s\p{L}\p{N}]
+  kMark,     // \p{M}
+  kOther,    // [^\s\p{L}\p{M}\p{N}]
 };
 
 CharClass char_class(char32_t cp);

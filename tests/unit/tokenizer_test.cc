@@ -226,13 +226,14 @@ TEST(TokenizerQwen2, LongInputsStayLinear) {
 // pre-tokenizer regexes, Rust's regex crate for the added-token flags).
 TEST(TokenizerUnicode, ClassesMatchTokenizers) {
   const json classes = json::parse(read_text(fixture_path("unicode_classes.json")));
+  for (const char* name : {"L", "N", "S", "M", "W", "WS"}) ASSERT_TRUE(classes.contains(name)) << name;
   auto member_of = [&](const char* name) {
     std::vector<bool> in(0x110000, false);
     for (const auto& r : classes[name])
       for (char32_t c = r[0].get<char32_t>(); c <= r[1].get<char32_t>(); ++c) in[c] = true;
     return in;
   };
-  const auto letters = member_of("L"), numbers = member_of("N"), spaces = member_of("S");
+  const auto letters = member_of("L"), numbers = member_of("N"), spaces = member_of("S"), marks = member_of("M");
   const auto word = member_of("W"), rust_spaces = member_of("WS");
   size_t mismatches = 0;
   for (char32_t c = 0; c < 0x110000; ++c) {
@@ -240,7 +241,7 @@ TEST(TokenizerUnicode, ClassesMatchTokenizers) {
     const unicode::CharClass k = unicode::char_class(c);
     const bool space = k == unicode::CharClass::kSpace || k == unicode::CharClass::kNewline;
     if ((k == unicode::CharClass::kLetter) != letters[c] || (k == unicode::CharClass::kNumber) != numbers[c] ||
-        space != spaces[c] || unicode::is_white_space(c) != spaces[c] || unicode::is_white_space(c) != rust_spaces[c] ||
+        (k == unicode::CharClass::kMark) != marks[c] || space != spaces[c] || unicode::is_white_space(c) != spaces[c] || unicode::is_white_space(c) != rust_spaces[c] ||
         unicode::is_word_char(c) != word[c] || (k == unicode::CharClass::kNewline) != (c == '\r' || c == '\n')) {
       if (++mismatches <= 10) ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c);
     }

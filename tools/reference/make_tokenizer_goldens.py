@@ -19,7 +19,7 @@ What it writes (into tests/fixtures/tokenizer/ by default):
   encode_goldens.jsonl     One line per test string: text, ids, decoded text (and with special tokens
                            skipped), and per variant the ids/decoded text where they differ.
   decode_goldens.jsonl     Id sequences (partial UTF-8 byte tokens, special tokens) and their decoding.
-  unicode_classes.json     \\p{L}, \\p{N}, \\s as ranges, as Oniguruma in `tokenizers` matches them, and
+  unicode_classes.json     \\p{L}, \\p{N}, \\s, \\p{M} as ranges, as Oniguruma in `tokenizers` matches them, and
                            the \\w and \\s of the added-token flags (Rust's regex crate).
   nfc_goldens.jsonl.gz     Strings and their NFC according to `tokenizers` (every canonical composite,
                            every combining mark against marks of other classes, random mark runs).
@@ -494,13 +494,13 @@ def to_ranges(code_points):
 
 def unicode_classes(base):
     """Code point ranges of the classes the library uses:
-    L, N, S: \\p{L}, \\p{N}, \\s in the pre-tokenizer regexes (Oniguruma);
+    L, N, S, M: \\p{L}, \\p{N}, \\s, \\p{M} in the pre-tokenizer regexes (Oniguruma; \\p{M} is in Qwen3.5's);
     W, WS: \\w and \\s of Rust's regex crate behind the added-token single_word / rstrip flags,
     probed through those flags."""
     cps = [c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF)]
     text = "".join(chr(c) for c in cps)
     out = {}
-    for name, pattern in [("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s")]:
+    for name, pattern in [("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s"), ("M", r"\p{M}")]:
         split = pre_tokenizers.Split(Regex(pattern), behavior="removed")
         kept = set("".join(piece for piece, _ in split.pre_tokenize_str(text)))
         out[name] = to_ranges(c for c in cps if chr(c) not in kept)
