@@ -2,7 +2,8 @@
 // 4096, head_dim 64, 16 heads, up to ~8580 patches per page; Qwen3 decoder: hidden 1024, q 2048,
 // kv 1024, MLP 3072, head_dim 128, 16/8 heads; vocab 151936). Counters: FLOP/s for compute-bound
 // kernels, bytes/s of weights or KV read for the bandwidth-bound ones. Threads: the global pool
-// (physical cores; --threads N overrides). Weights are BF16, as in the checkpoint.
+// (physical cores; --threads N overrides). Weights are BF16, as in the checkpoint. Also the new ops of
+// the Qwen3.5 family (LightOnOCR-3-0.8B: BM_Conv1dSilu, BM_GatedDeltaNet, BM_LayerNorm, BM_GeluTanh).
 //
 //   bench_kernels [--threads N] [google benchmark flags, e.g. --benchmark_filter=Gemm]
 #include <benchmark/benchmark.h>
@@ -325,6 +326,116 @@ void BM_SiluMul(benchmark::State& st, std::string backend, int64_t n) {
   set_bytes(st, 12.0 * n, cpu_s);
 }
 
+// The Qwen3.5 family (LightOnOCR-3-0.8B): the Gated DeltaNet layers' conv (C = 2 * 16 * 128 + 16 *
+// 128 = 6144 channels, K = 4) and delta rule (16 key and 16 value heads of 128), over `seqs`
+// sequences of `rows` rows each in carried state slots (a prefill: 1 x 3000; a decode step: 8 x 1).
+// Counters: the conv's bytes (activations in and out, state read and written), the delta rule's
+// FLOPs (7 per state element per row, ProfiledOps' count).
+locr::kernels::StateBatch state_batch(int64_t seqs, int64_t rows, std::vector<int32_t>& cu, std::vector<int32_t>& slots,
+                                      std::vector<int32_t>& fresh) {
+  cu.assign(1, 0);
+  slots.clear();
+  fresh.assign(static_cast<size_t>(seqs), 0);
+  for (int64_t i = 0; i < seqs; ++i) {
+    cu.push_back(cu.back() + static_cast<int32_t>(rows));
+    slots.push_back(static_cast<int32_t>(seqs - 1 - i));
+  }
+  locr::kernels::StateBatch b;
+  b.n_seqs = seqs;
+  b.cu_q = b.host_cu_q = cu.data();
+  b.slots = b.host_slots = slots.data();
+  b.fresh = b.host_fresh = fresh.data();
+  b.max_q = rows;
+  return b;
+}
+
+void BM_Conv1dSilu(benchmark::State& st, std::string backend, int64_t seqs, int64_t rows) {
+  auto ops = locr::kernels::make_ops(backend);
+  const int64_t C = 6144, K = 4, n = seqs * rows;
+  auto wbuf = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(C * K));
+  for (size_t i = 0; i < wbuf->size(); ++i) (*wbuf)[i] = locr::f32_to_bf16(0.3f * std::sin(0.1f * static_cast<float>(i)));
+  Matrix w;
+  w.dtype = locr::DType::kBF16;
+  w.rows = C;
+  w.cols = K;
+  w.data = wbuf->data();
+  w.holder = wbuf;
+  const auto x = random_vec(static_cast<size_t>(n * C), 21, 2.0f);
+  std::vector<float> out(static_cast<size_t>(n * C)), state = random_vec(static_cast<size_t>(seqs * (K - 1) * C), 22);
+  std::vector<int32_t> cu, slots, fresh;
+  const auto b = state_batch(seqs, rows, cu, slots, fresh);
+  const CpuClock clock;
+  for (auto _ : st) {
+    ops->conv1d_silu(ops->f32(x.data(), n, C), w, ops->f32(state.data(), seqs, (K - 1) * C), b,
+                     ops->f32(out.data(), n, C));
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_bytes(st, 8.0 * n * C + 8.0 * seqs * (K - 1) * C, clock.elapsed());
+}
+
+void BM_GatedDeltaNet(benchmark::State& st, std::string backend, int64_t seqs, int64_t rows) {
+  auto ops = locr::kernels::make_ops(backend);
+  locr::kernels::DeltaNetParams p;
+  p.n_k_heads = p.n_v_heads = 16;
+  p.k_dim = p.v_dim = 128;
+  const int64_t n = seqs * rows, nq = p.n_k_heads * p.k_dim, nv = p.n_v_heads * p.v_dim;
+  const auto q = random_vec(static_cast<size_t>(n * nq), 23), k = random_vec(static_cast<size_t>(n * nq), 24);
+  const auto v = random_vec(static_cast<size_t>(n * nv), 25), a = random_vec(static_cast<size_t>(n * p.n_v_heads), 26, 3.0f);
+  const auto beta = random_vec(static_cast<size_t>(n * p.n_v_heads), 27, 3.0f);
+  const auto al = random_vec(static_cast<size_t>(p.n_v_heads), 28), dt = random_vec(static_cast<size_t>(p.n_v_heads), 29);
+  Matrix a_log, dt_bias;
+  a_log.rows = dt_bias.rows = 1;
+  a_log.cols = dt_bias.cols = p.n_v_heads;
+  a_log.data = al.data();
+  dt_bias.data = dt.data();
+  std::vector<float> out(static_cast<size_t>(n * nv)),
+      state = random_vec(static_cast<size_t>(seqs * p.state_floats()), 30, 0.1f);
+  std::vector<int32_t> cu, slots, fresh;
+  const auto b = state_batch(seqs, rows, cu, slots, fresh);
+  const CpuClock clock;
+  for (auto _ : st) {
+    ops->gated_delta_net(ops->f32(q.data(), n, nq), ops->f32(k.data(), n, nq), ops->f32(v.data(), n, nv),
+                         ops->f32(a.data(), n, p.n_v_heads), ops->f32(beta.data(), n, p.n_v_heads), a_log, dt_bias,
+                         ops->f32(state.data(), seqs, p.state_floats()), b, p, ops->f32(out.data(), n, nv));
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(st, 7.0 * static_cast<double>(n) * static_cast<double>(p.state_floats()), clock.elapsed());
+}
+
+// The vision encoder's LayerNorm (8580 patches x 1024, with bias) and tanh-GELU (x 4096).
+void BM_LayerNorm(benchmark::State& st, std::string backend, int64_t rows, int64_t dim) {
+  auto ops = locr::kernels::make_ops(backend);
+  const auto x = random_vec(static_cast<size_t>(rows * dim), 31), wv = random_vec(static_cast<size_t>(dim), 32);
+  Matrix w;
+  w.rows = 1;
+  w.cols = dim;
+  w.data = wv.data();
+  std::vector<float> y(x.size());
+  const CpuClock clock;
+  for (auto _ : st) {
+    ops->layer_norm(ops->f32(x.data(), rows, dim), w, w, 1e-6f, ops->f32(y.data(), rows, dim));
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bytes(st, 8.0 * rows * dim, clock.elapsed());
+}
+
+void BM_GeluTanh(benchmark::State& st, std::string backend, int64_t n) {
+  auto ops = locr::kernels::make_ops(backend);
+  const auto x0 = random_vec(static_cast<size_t>(n), 7, 3.0f);
+  auto x = x0;
+  double cpu_s = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    std::memcpy(x.data(), x0.data(), x.size() * sizeof(float));
+    const CpuClock clock;
+    st.ResumeTiming();
+    ops->gelu_tanh(ops->f32(x.data(), 1, n));
+    benchmark::DoNotOptimize(x.data());
+    cpu_s += clock.elapsed();
+  }
+  set_bytes(st, 8.0 * n, cpu_s);
+}
+
 void register_all() {
   for (const auto isa : locr::kernels::kAllCpuIsas) {
     struct G {
@@ -373,6 +484,13 @@ void register_all() {
                                  g.m, g.n, g.k)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+  // The scalar oracle's delta rule and conv at a decode step, for scale.
+  benchmark::RegisterBenchmark("GatedDeltaNet/ref/decode_8x1", BM_GatedDeltaNet, std::string("ref"), 8, 1)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("Conv1dSilu/ref/decode_8x1", BM_Conv1dSilu, std::string("ref"), 8, 1)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
   for (const std::string b : {"cpu-bf16", "cpu-f32"}) {
     struct G {
       const char* name;
@@ -423,6 +541,24 @@ void register_all() {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("SiluMul/" + b + "/2171x3072").c_str(), BM_SiluMul, b, int64_t{2171} * 3072)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Conv1dSilu/" + b + "/prefill_1x3000").c_str(), BM_Conv1dSilu, b, 1, 3000)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("Conv1dSilu/" + b + "/decode_8x1").c_str(), BM_Conv1dSilu, b, 8, 1)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("GatedDeltaNet/" + b + "/prefill_1x3000").c_str(), BM_GatedDeltaNet, b, 1, 3000)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("GatedDeltaNet/" + b + "/decode_8x1").c_str(), BM_GatedDeltaNet, b, 8, 1)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("LayerNorm/" + b + "/8580x1024").c_str(), BM_LayerNorm, b, 8580, 1024)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("GeluTanh/" + b + "/8580x4096").c_str(), BM_GeluTanh, b, int64_t{8580} * 4096)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

@@ -150,4 +150,51 @@ void ProfiledOps::run_patch_merge(const View& in, int grid_h, int grid_w, int m,
   record("patch_merge", dims(in.rows, in.cols), t0, 0, f32_bytes(in.numel()) + f32_bytes(out.numel()));
 }
 
+void ProfiledOps::run_layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y) {
+  const auto t0 = Clock::now();
+  inner_->layer_norm(x, w, b, eps, y);
+  record("layer_norm", dims(x.rows, x.cols), t0, 0, 2 * f32_bytes(x.numel()));
+}
+
+void ProfiledOps::run_add_bias(const View& y, const Matrix& b) {
+  const auto t0 = Clock::now();
+  inner_->add_bias(y, b);
+  record("add_bias", dims(y.rows, y.cols), t0, 0, 2 * f32_bytes(y.numel()));
+}
+
+void ProfiledOps::run_gelu_tanh(const View& x) {
+  const auto t0 = Clock::now();
+  inner_->gelu_tanh(x);
+  record("gelu_tanh", dims(x.rows, x.cols), t0, 0, 2 * f32_bytes(x.numel()));
+}
+
+void ProfiledOps::run_sigmoid_mul(const View& gate, const View& x, const View& out) {
+  const auto t0 = Clock::now();
+  inner_->sigmoid_mul(gate, x, out);
+  record("sigmoid_mul", dims(gate.rows, gate.cols), t0, 0, 3 * f32_bytes(gate.numel()));
+}
+
+void ProfiledOps::run_conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b,
+                                  const View& out) {
+  const auto t0 = Clock::now();
+  inner_->conv1d_silu(x, w, state, b, out);
+  // Activations in and out, and each sequence's state slot read and written.
+  record("conv1d_silu",
+         std::to_string(b.n_seqs) + " seqs, " + dims(x.rows, x.cols) + ", kernel " + std::to_string(w.cols), t0, 0,
+         2 * f32_bytes(x.numel()) + 2 * f32_bytes(b.n_seqs * state.cols));
+}
+
+void ProfiledOps::run_gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                                      const Matrix& a_log, const Matrix& dt_bias, const View& state,
+                                      const StateBatch& b, const DeltaNetParams& p, const View& out) {
+  const auto t0 = Clock::now();
+  inner_->gated_delta_net(q, k, v, a, beta_in, a_log, dt_bias, state, b, p, out);
+  // Per row and value head, over its [k_dim, v_dim] state: decay (1), S^T k (2), the rank-1 update
+  // (2) and S^T q (2) flops an element.
+  record("gated_delta_net",
+         std::to_string(b.n_seqs) + " seqs, " + std::to_string(q.rows) + " rows, " + std::to_string(p.n_k_heads) +
+             "/" + std::to_string(p.n_v_heads) + " heads x " + std::to_string(p.k_dim) + "x" + std::to_string(p.v_dim),
+         t0, 7.0 * static_cast<double>(q.rows) * static_cast<double>(p.state_floats()), 0);
+}
+
 }  // namespace locr::kernels

@@ -65,6 +65,15 @@ class ProfiledOps final : public Ops {
   void run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale,
                            const View& out) override;
   void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out) override;
+  void run_layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y) override;
+  void run_add_bias(const View& y, const Matrix& b) override;
+  void run_gelu_tanh(const View& x) override;
+  void run_sigmoid_mul(const View& gate, const View& x, const View& out) override;
+  void run_conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b,
+                       const View& out) override;
+  void run_gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                           const Matrix& a_log, const Matrix& dt_bias, const View& state, const StateBatch& b,
+                           const DeltaNetParams& p, const View& out) override;
 
   std::unique_ptr<Ops> inner_;
   mutable std::mutex mu_;

@@ -109,6 +109,33 @@ struct PagedBatch {
   int64_t max_seq_len = 0;  // longest seq_lens entry (device split-K sizing)
 };
 
+// The sequences of one decoder step for the recurrent (Gated DeltaNet) layers of the Qwen3.5
+// family (model/qwen35/): sequence i owns rows cu_q[i] .. cu_q[i+1]-1 of the step's activations
+// and state slot slots[i] of each recurrent layer's state pools; fresh[i] != 0 starts it from a
+// zero state (its first tokens: the slot's old contents are ignored, then overwritten). The arrays
+// live in backend memory; host_* are host copies (as PagedBatch).
+struct StateBatch {
+  int64_t n_seqs = 0;
+  const int32_t* cu_q = nullptr;   // [n_seqs + 1]
+  const int32_t* slots = nullptr;  // [n_seqs]
+  const int32_t* fresh = nullptr;  // [n_seqs]
+  const int32_t* host_cu_q = nullptr;
+  const int32_t* host_slots = nullptr;
+  const int32_t* host_fresh = nullptr;
+  int64_t max_q = 0;  // longest row run (1: pure decode)
+};
+
+// Shapes of a Gated DeltaNet layer (Ops::gated_delta_net).
+struct DeltaNetParams {
+  int64_t n_k_heads = 0;  // query/key heads
+  int64_t n_v_heads = 0;  // value heads, a multiple of n_k_heads (value head h reads key head h / (n_v / n_k))
+  int64_t k_dim = 0;      // query/key head width
+  int64_t v_dim = 0;      // value head width
+  float l2_eps = 1e-6f;   // the q/k L2 norm's epsilon (transformers' fixed 1e-6, not rms_norm_eps)
+  // Floats of one slot of the recurrent state: n_v_heads * k_dim * v_dim.
+  int64_t state_floats() const { return n_v_heads * k_dim * v_dim; }
+};
+
 // Weights that read the same input, stacked along their output rows (q/k/v, gate/up): one
 // y[M, N_0 + N_1 + ...] = x · [W_0; W_1; ...]^T, part i's columns after part i-1's. How they are laid
 // out is the backend's decision, made once at load by Ops::prepare_stack: one fused weight (one GEMM;
@@ -194,6 +221,37 @@ class Ops {
   // grid_w, d] -> out [(grid_h / m) * (grid_w / m), d * m * m] (integer division), both contiguous.
   void patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out);
 
+  // ---- Ops of the Qwen3.5 family (LightOnOCR-3-0.8B / -4B, model/qwen35/) ----
+  // y = (x - mean) / sqrt(var + eps) * w + b per row, biased variance in f32 (nn.LayerNorm); x, y
+  // [rows, cols] strided, may be the same view; w and b of cols elements (any weight dtype).
+  void layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y);
+  // y[r, :] += b for every row: a biased Linear's bias (y strided, b of y.cols elements).
+  void add_bias(const View& y, const Matrix& b);
+  // In place 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (gelu_pytorch_tanh), contiguous.
+  void gelu_tanh(const View& x);
+  // out = x * sigmoid(gate), all [rows, n] strided; out may be x (not gate).
+  void sigmoid_mul(const View& gate, const View& x, const View& out);
+  // Causal depthwise conv1d over time, then SiLU, for every sequence of `b` (transformers'
+  // causal_conv1d_fn / causal_conv1d_update): for row t of a sequence and channel c,
+  //   out[t, c] = silu(sum_j w[c, j] * xs[t + j, c]),  j < K = w.cols,
+  // where xs is the sequence's conv state (the K-1 inputs before its first row here, oldest first;
+  // zeros when fresh) followed by its rows of x. Afterwards the state holds the sequence's last K-1
+  // inputs. x, out [rows, C] strided (disjoint); w [C, K]; state [n_slots, (K-1) * C] F32
+  // contiguous, slot row = K-1 inputs of C channels, oldest first.
+  void conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b, const View& out);
+  // The gated delta rule of every sequence of `b`, token by token (transformers'
+  // torch_recurrent_gated_delta_rule with use_qk_l2norm_in_kernel), per row t and value head h
+  // (key head kh = h / (n_v_heads / n_k_heads)), S the head's [k_dim, v_dim] F32 state:
+  //   q' = l2norm(q[t, kh]) / sqrt(k_dim);  k' = l2norm(k[t, kh]);  l2norm(x) = x * rsqrt(sum x^2 + l2_eps)
+  //   beta = sigmoid(beta_in[t, h]);  g = -exp(a_log[h]) * softplus(a[t, h] + dt_bias[h])
+  //   S = S * exp(g);  d = (v[t, h] - S^T k') * beta;  S = S + k' d^T;  out[t, h] = S^T q'
+  // q, k [rows, n_k_heads * k_dim], v and out [rows, n_v_heads * v_dim], a and beta_in [rows,
+  // n_v_heads]: strided F32 (out disjoint from the inputs); a_log, dt_bias: n_v_heads elements;
+  // state [n_slots, p.state_floats()] F32 contiguous (slot = heads in order, each k_dim rows of v_dim).
+  void gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                       const Matrix& a_log, const Matrix& dt_bias, const View& state, const StateBatch& b,
+                       const DeltaNetParams& p, const View& out);
+
  private:
   // The backends' kernels, called after the public member checked the contract.
   virtual void run_matmul(const View& x, const Matrix& w, const View& y) = 0;
@@ -211,13 +269,32 @@ class Ops {
   virtual void run_kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv);
   virtual void run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch& b, float scale,
                                    const View& out);
-  virtual void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out);
+  virtual void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out);  // Qwen3.5 family. Defaults: host loops (host memory only; a device backend overrides them all).
+  virtual void run_layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y);
+  virtual void run_add_bias(const View& y, const Matrix& b);
+  virtual void run_gelu_tanh(const View& x);
+  virtual void run_sigmoid_mul(const View& gate, const View& x, const View& out);
+  virtual void run_conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b,
+                               const View& out);
+  virtual void run_gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                                   const Matrix& a_log, const Matrix& dt_bias, const View& state,
+                                   const StateBatch& b, const DeltaNetParams& p, const View& out);
 };
 
 // Host implementations behind the defaults (also the oracles the device versions are tested against).
 void kv_store_host(const float* k, int64_t k_stride, const float* v, int64_t v_stride, const int32_t* slots,
                    int64_t n, const KvLayer& kv);
 void patch_merge_host(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out);
+
+// The Qwen3.5 recurrences of one sequence on the host (the defaults above call them per sequence;
+// the oracles device versions are tested against): x/q/k/v/a/beta_in/out rows `n` with the given row
+// strides, `state` one slot (zeroed first by the caller when fresh), w / a_log / dt_bias as f32.
+void conv1d_silu_host(const float* x, int64_t x_stride, const float* w, int64_t channels, int64_t kernel,
+                      float* state, int64_t n, float* out, int64_t out_stride);
+void gated_delta_net_host(const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
+                          int64_t v_stride, const float* a, int64_t a_stride, const float* beta_in,
+                          int64_t beta_stride, const float* a_log, const float* dt_bias, float* state,
+                          const DeltaNetParams& p, int64_t n, float* out, int64_t out_stride);
 
 // "ref" (scalar oracle), "cpu" / "cpu-bf16" / "cpu-f32" (fast, best ISA of this machine), or
 // "cuda" (builds with -DLOCR_CUDA=ON, kernels/cuda/cuda_ops.h).

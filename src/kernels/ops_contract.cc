@@ -1,7 +1,9 @@
 // The public members of kernels::Ops: each op's contract (dtypes, shapes, strides, the memory kind
 // of its views) checked in one place for every backend, then the backend's run_* member. A broken
 // contract is a bug in the caller: LOCR_CHECK names the op, the rule and the views.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/ops.h"
@@ -42,6 +44,49 @@ bool same_or_disjoint(const View& a, const View& b) {
   const int64_t off = (b0 - a0) / static_cast<int64_t>(dtype_size(a.dtype));
   const int64_t col = ((off % a.stride) + a.stride) % a.stride;
   return col >= a.cols && col + b.cols <= a.stride;
+}
+
+
+// A weight vector of n elements (a norm's weight or bias, a per-head parameter) in a plain dtype.
+void check_vector(const Ops& ops, const char* op, const char* arg, const Matrix& m, int64_t n) {
+  LOCR_CHECK(m.dtype == DType::kF32 || m.dtype == DType::kBF16 || m.dtype == DType::kF16, "", ops.name(), ": ", op,
+             "(", arg, "): a weight vector of ", dtype_name(m.dtype), " (F32, BF16 or F16 only)");
+  LOCR_CHECK(m.rows * m.cols == n && (m.rows == 1 || m.cols == 1), "", ops.name(), ": ", op, "(", arg,
+             "): a weight of shape [", m.rows, ", ", m.cols, "], expected ", n, " elements");
+  LOCR_CHECK(m.data != nullptr || n == 0, "", ops.name(), ": ", op, "(", arg, "): null weight data");
+}
+
+// Two views of one op with no element in common (an output and an input it may not alias).
+bool disjoint(const View& a, const View& b) {
+  if (a.numel() == 0 || b.numel() == 0) return true;
+  return same_or_disjoint(a, b) && a.data != b.data;
+}
+
+// The step arrays of a StateBatch over `rows` activation rows and a state pool of `n_slots` slots:
+// host copies present (the device arrays too on a device backend), cu_q from 0 to rows and
+// non-decreasing, max_q covering every run, and each sequence with rows in its own slot of the pool
+// (sequences without rows are ignored: their slot and fresh flag are not read).
+void check_state_batch(const Ops& ops, const char* op, const StateBatch& b, int64_t rows, int64_t n_slots) {
+  LOCR_CHECK(b.n_seqs >= 0, "", ops.name(), ": ", op, " of ", b.n_seqs, " sequences");
+  LOCR_CHECK(b.host_cu_q && (b.n_seqs == 0 || (b.host_slots && b.host_fresh)), "", ops.name(), ": ", op,
+             " without host step arrays (StateBatch host_cu_q / host_slots / host_fresh)");
+  LOCR_CHECK(ops.host_memory() || b.n_seqs == 0 || (b.cu_q && b.slots && b.fresh), "", ops.name(), ": ", op,
+             " without device step arrays (StateBatch cu_q / slots / fresh)");
+  LOCR_CHECK(b.host_cu_q[0] == 0 && b.host_cu_q[b.n_seqs] == rows, "", ops.name(), ": ", op, " of ", rows,
+             " rows with cu_q running from ", b.host_cu_q[0], " to ", b.host_cu_q[b.n_seqs]);
+  std::vector<int32_t> used;
+  for (int64_t i = 0; i < b.n_seqs; ++i) {
+    const int64_t n = static_cast<int64_t>(b.host_cu_q[i + 1]) - b.host_cu_q[i];
+    LOCR_CHECK(n >= 0 && n <= b.max_q, "", ops.name(), ": ", op, ": sequence ", i, " has ", n,
+               " rows (cu_q decreasing, or more than max_q = ", b.max_q, ")");
+    if (n == 0) continue;
+    LOCR_CHECK(b.host_slots[i] >= 0 && b.host_slots[i] < n_slots, "", ops.name(), ": ", op, ": sequence ", i,
+               " in state slot ", b.host_slots[i], " of a pool of ", n_slots);
+    used.push_back(b.host_slots[i]);
+  }
+  std::sort(used.begin(), used.end());
+  LOCR_CHECK(std::adjacent_find(used.begin(), used.end()) == used.end(), "", ops.name(), ": ", op,
+             ": two sequences share a state slot");
 }
 
 }  // namespace
@@ -230,6 +275,103 @@ void Ops::patch_merge(const View& in, int grid_h, int grid_w, int m, const View&
   check_shape(*this, "patch_merge", "out", out, static_cast<int64_t>(grid_h / m) * (grid_w / m),
               in.cols * m * m);
   run_patch_merge(in, grid_h, grid_w, m, out);
+}
+
+
+void Ops::layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y) {
+  check_view(*this, "layer_norm", "x", x, DType::kF32);
+  check_view(*this, "layer_norm", "y", y, DType::kF32);
+  LOCR_CHECK(x.cols > 0, "", name(), ": layer_norm of ", x.describe());
+  check_vector(*this, "layer_norm", "w", w, x.cols);
+  check_vector(*this, "layer_norm", "b", b, x.cols);
+  check_shape(*this, "layer_norm", "y", y, x.rows, x.cols);
+  LOCR_CHECK(same_or_disjoint(x, y), "", name(), ": layer_norm x and y overlap without being the same view");
+  LOCR_CHECK(eps >= 0.0f, "", name(), ": layer_norm with eps ", eps);
+  if (x.rows == 0) return;
+  run_layer_norm(x, w, b, eps, y);
+}
+
+void Ops::add_bias(const View& y, const Matrix& b) {
+  check_view(*this, "add_bias", "y", y, DType::kF32);
+  check_vector(*this, "add_bias", "b", b, y.cols);
+  if (y.numel() == 0) return;
+  run_add_bias(y, b);
+}
+
+void Ops::gelu_tanh(const View& x) {
+  check_view(*this, "gelu_tanh", "x", x, DType::kF32);
+  check_contiguous(*this, "gelu_tanh", "x", x);
+  if (x.numel() == 0) return;
+  run_gelu_tanh(x);
+}
+
+void Ops::sigmoid_mul(const View& gate, const View& x, const View& out) {
+  check_view(*this, "sigmoid_mul", "gate", gate, DType::kF32);
+  check_view(*this, "sigmoid_mul", "x", x, DType::kF32);
+  check_view(*this, "sigmoid_mul", "out", out, DType::kF32);
+  check_shape(*this, "sigmoid_mul", "x", x, gate.rows, gate.cols);
+  check_shape(*this, "sigmoid_mul", "out", out, gate.rows, gate.cols);
+  LOCR_CHECK(same_or_disjoint(x, out) && disjoint(gate, out), "", name(),
+             ": sigmoid_mul out overlaps gate, or x without being it");
+  if (gate.numel() == 0) return;
+  run_sigmoid_mul(gate, x, out);
+}
+
+void Ops::conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b, const View& out) {
+  check_view(*this, "conv1d_silu", "x", x, DType::kF32);
+  check_view(*this, "conv1d_silu", "out", out, DType::kF32);
+  check_view(*this, "conv1d_silu", "state", state, DType::kF32);
+  LOCR_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kBF16 || w.dtype == DType::kF16, "", name(),
+             ": conv1d_silu with a weight of ", dtype_name(w.dtype), " (F32, BF16 or F16 only)");
+  LOCR_CHECK(w.rows > 0 && w.cols >= 2 && w.data != nullptr, "", name(), ": conv1d_silu with a weight of shape [",
+             w.rows, ", ", w.cols, "] (channels x kernel, kernel >= 2)");
+  const int64_t C = w.rows, K = w.cols;
+  check_shape(*this, "conv1d_silu", "x", x, x.rows, C);
+  check_shape(*this, "conv1d_silu", "out", out, x.rows, C);
+  check_contiguous(*this, "conv1d_silu", "state", state);
+  LOCR_CHECK(state.rows > 0 && state.cols == (K - 1) * C, "", name(), ": conv1d_silu state ", state.describe(),
+             ", expected [n_slots, ", (K - 1) * C, "]");
+  LOCR_CHECK(disjoint(x, out) && disjoint(state, x) && disjoint(state, out), "", name(),
+             ": conv1d_silu x, out and state overlap");
+  check_state_batch(*this, "conv1d_silu", b, x.rows, state.rows);
+  if (x.rows == 0) return;
+  run_conv1d_silu(x, w, state, b, out);
+}
+
+void Ops::gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                          const Matrix& a_log, const Matrix& dt_bias, const View& state, const StateBatch& b,
+                          const DeltaNetParams& p, const View& out) {
+  const char* op = "gated_delta_net";
+  LOCR_CHECK(p.n_k_heads > 0 && p.n_v_heads > 0 && p.n_v_heads % p.n_k_heads == 0 && p.k_dim > 0 && p.v_dim > 0, "",
+             name(), ": gated_delta_net of ", p.n_k_heads, " key heads of ", p.k_dim, ", ", p.n_v_heads,
+             " value heads of ", p.v_dim, " (value heads a multiple of key heads)");
+  LOCR_CHECK(p.l2_eps >= 0.0f, "", name(), ": gated_delta_net with l2_eps ", p.l2_eps);
+  check_view(*this, op, "q", q, DType::kF32);
+  check_view(*this, op, "k", k, DType::kF32);
+  check_view(*this, op, "v", v, DType::kF32);
+  check_view(*this, op, "a", a, DType::kF32);
+  check_view(*this, op, "beta_in", beta_in, DType::kF32);
+  check_view(*this, op, "state", state, DType::kF32);
+  check_view(*this, op, "out", out, DType::kF32);
+  const int64_t rows = q.rows;
+  check_shape(*this, op, "q", q, rows, p.n_k_heads * p.k_dim);
+  check_shape(*this, op, "k", k, rows, p.n_k_heads * p.k_dim);
+  check_shape(*this, op, "v", v, rows, p.n_v_heads * p.v_dim);
+  check_shape(*this, op, "a", a, rows, p.n_v_heads);
+  check_shape(*this, op, "beta_in", beta_in, rows, p.n_v_heads);
+  check_shape(*this, op, "out", out, rows, p.n_v_heads * p.v_dim);
+  check_vector(*this, op, "a_log", a_log, p.n_v_heads);
+  check_vector(*this, op, "dt_bias", dt_bias, p.n_v_heads);
+  check_contiguous(*this, op, "state", state);
+  LOCR_CHECK(state.rows > 0 && state.cols == p.state_floats(), "", name(), ": gated_delta_net state ",
+             state.describe(), ", expected [n_slots, ", p.state_floats(), "]");
+  for (const View* in : {&q, &k, &v, &a, &beta_in})
+    LOCR_CHECK(disjoint(*in, out) && disjoint(*in, state), "", name(),
+               ": gated_delta_net out or state overlaps an input ", in->describe());
+  LOCR_CHECK(disjoint(out, state), "", name(), ": gated_delta_net out overlaps the state");
+  check_state_batch(*this, op, b, rows, state.rows);
+  if (rows == 0) return;
+  run_gated_delta_net(q, k, v, a, beta_in, a_log, dt_bias, state, b, p, out);
 }
 
 }  // namespace locr::kernels

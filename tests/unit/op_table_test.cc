@@ -497,6 +497,152 @@ OP_CASE(patch_merge, odd_grid) {
   return {ob.host(), o};
 });
 
+// ---- The Qwen3.5 family ----
+
+// LayerNorm of a column range (strided), weights BF16 and F32, and in place.
+OP_CASE(layer_norm, strided_and_in_place) {
+  const int64_t rows = 6, dim = 67, stride = dim + 9;
+  Matrix w = make_matrix(DType::kBF16, 1, dim, 40), b = make_matrix(DType::kF32, 1, dim, 41);
+  const auto x = random_vec(static_cast<size_t>(rows * stride), 42, -2, 4);
+  Buf<float> xb(ops, x), yb(ops, static_cast<size_t>(rows * dim));
+  ops.layer_norm(xb.view(rows, stride).cols_range(4, dim), w, b, 1e-6f, yb.view(rows, dim));
+  ops.layer_norm(xb.view(rows, stride).cols_range(4, dim), w, b, 1e-6f, xb.view(rows, stride).cols_range(4, dim));
+  std::vector<float> xr = x, yr(static_cast<size_t>(rows * dim));
+  ref.layer_norm(hv(xr, rows, stride).cols_range(4, dim), w, b, 1e-6f, hv(yr, rows, dim));
+  ref.layer_norm(hv(xr, rows, stride).cols_range(4, dim), w, b, 1e-6f, hv(xr, rows, stride).cols_range(4, dim));
+  auto got = yb.host(), in_place = xb.host();
+  got.insert(got.end(), in_place.begin(), in_place.end());
+  yr.insert(yr.end(), xr.begin(), xr.end());
+  return {got, yr};
+});
+
+OP_CASE(add_bias, strided_rows) {
+  const int64_t rows = 5, n = 37, stride = n + 6;
+  Matrix b = make_matrix(DType::kBF16, 1, n, 43);
+  const auto y = random_vec(static_cast<size_t>(rows * stride), 44);
+  Buf<float> yb(ops, y);
+  ops.add_bias(yb.view(rows, stride).cols_range(2, n), b);
+  std::vector<float> yr = y;
+  ref.add_bias(hv(yr, rows, stride).cols_range(2, n), b);
+  return {yb.host(), yr};
+});
+
+OP_CASE(gelu_tanh, odd_length_wide_range) {
+  const auto x = random_vec(1001, 45, -12, 7);
+  Buf<float> xb(ops, x);
+  ops.gelu_tanh(xb.view());
+  std::vector<float> xr = x;
+  ref.gelu_tanh(hv(xr, 1, static_cast<int64_t>(xr.size())));
+  return {xb.host(), xr};
+});
+
+// The attention output gate: [q | gate] rows, the gated output over the attention output in place.
+OP_CASE(sigmoid_mul, gate_columns_in_place) {
+  const int64_t rows = 7, n = 33;
+  const auto qg = random_vec(static_cast<size_t>(rows * 2 * n), 46, -10, 10);
+  const auto o = random_vec(static_cast<size_t>(rows * n), 47);
+  Buf<float> gb(ops, qg), ob(ops, o);
+  ops.sigmoid_mul(gb.view(rows, 2 * n).cols_range(n, n), ob.view(rows, n), ob.view(rows, n));
+  std::vector<float> r = o;
+  ref.sigmoid_mul(hv(qg, rows, 2 * n).cols_range(n, n), hv(r, rows, n), hv(r, rows, n));
+  return {ob.host(), r};
+});
+
+// The step arrays of a StateBatch in a backend's memory, with their host copies.
+struct States {
+  States(Ops& ops, const std::vector<int64_t>& lens, const std::vector<int32_t>& slots_,
+         const std::vector<int32_t>& fresh_)
+      : slots(slots_), fresh(fresh_), cb(ops, cu_of(lens)), sb(ops, slots), fb(ops, fresh) {
+    cu = cu_of(lens);
+    b.n_seqs = static_cast<int64_t>(lens.size());
+    b.cu_q = cb.get(), b.slots = sb.get(), b.fresh = fb.get();
+    b.host_cu_q = cu.data(), b.host_slots = slots.data(), b.host_fresh = fresh.data();
+    b.max_q = *std::max_element(lens.begin(), lens.end());
+  }
+  static std::vector<int32_t> cu_of(const std::vector<int64_t>& lens) {
+    std::vector<int32_t> c{0};
+    for (int64_t n : lens) c.push_back(c.back() + static_cast<int32_t>(n));
+    return c;
+  }
+  // The same batch for the host (ref): every array its host copy.
+  StateBatch host() const {
+    StateBatch h = b;
+    h.cu_q = cu.data(), h.slots = slots.data(), h.fresh = fresh.data();
+    return h;
+  }
+  std::vector<int32_t> cu, slots, fresh;
+  Buf<int32_t> cb, sb, fb;
+  StateBatch b;
+};
+
+// Four sequences (a prefill, decodes, an empty one) in shuffled slots, fresh and carried, x a
+// column range of the stacked projection; then a second step from the states the first left.
+OP_CASE(conv1d_silu, batch_of_sequences_two_steps) {
+  const int64_t C = 70, K = 4, xs = C + 13, sw = (K - 1) * C, n_slots = 5;
+  Matrix w = make_matrix(DType::kBF16, C, K, 48, 0.6f);
+  const auto s0 = random_vec(static_cast<size_t>(n_slots * sw), 49, -2, 2);
+  Buf<float> st(ops, s0);
+  std::vector<float> sr = s0, got, want;
+  const std::vector<std::vector<int64_t>> lens{{11, 1, 0, 2}, {1, 1, 3, 1}};
+  const std::vector<std::vector<int32_t>> fresh{{1, 0, 1, 0}, {0, 0, 1, 0}};
+  const std::vector<int32_t> slots{3, 0, 4, 1};
+  for (size_t step = 0; step < lens.size(); ++step) {
+    States b(ops, lens[step], slots, fresh[step]);
+    const int64_t rows = b.cu.back();
+    const auto x = random_vec(static_cast<size_t>(rows * xs), 50 + static_cast<uint32_t>(step), -2, 2);
+    Buf<float> xb(ops, x), ob(ops, static_cast<size_t>(rows * C));
+    ops.conv1d_silu(xb.view(rows, xs).cols_range(5, C), w, st.view(n_slots, sw), b.b, ob.view(rows, C));
+    std::vector<float> o(static_cast<size_t>(rows * C));
+    ref.conv1d_silu(hv(x, rows, xs).cols_range(5, C), w, hv(sr, n_slots, sw), b.host(), hv(o, rows, C));
+    const auto h = ob.host();
+    got.insert(got.end(), h.begin(), h.end());
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  const auto h = st.host();
+  got.insert(got.end(), h.begin(), h.end());
+  want.insert(want.end(), sr.begin(), sr.end());
+  return {got, want};
+});
+
+// Three sequences with two value heads per key head, k_dim != v_dim, q/k/v column ranges of one
+// buffer (the conv's output), a prefill then a decode step from the carried states.
+OP_CASE(gated_delta_net, batch_of_sequences_two_steps) {
+  DeltaNetParams p;
+  p.n_k_heads = 2, p.n_v_heads = 4, p.k_dim = 40, p.v_dim = 24;
+  const int64_t nq = p.n_k_heads * p.k_dim, nvv = p.n_v_heads * p.v_dim, width = 2 * nq + nvv + 3;
+  const int64_t ab = 2 * p.n_v_heads + 1, n_slots = 4, sf = p.state_floats();
+  Matrix a_log = make_matrix(DType::kBF16, 1, p.n_v_heads, 51), dt = make_matrix(DType::kF32, 1, p.n_v_heads, 52);
+  const auto s0 = random_vec(static_cast<size_t>(n_slots * sf), 53, -0.5f, 0.5f);
+  Buf<float> st(ops, s0);
+  std::vector<float> sr = s0, got, want;
+  const std::vector<std::vector<int64_t>> lens{{9, 1, 20}, {1, 1, 1}};
+  const std::vector<std::vector<int32_t>> fresh{{0, 1, 1}, {0, 0, 0}};
+  const std::vector<int32_t> slots{2, 0, 3};
+  for (size_t step = 0; step < lens.size(); ++step) {
+    States b(ops, lens[step], slots, fresh[step]);
+    const int64_t rows = b.cu.back();
+    const auto x = random_vec(static_cast<size_t>(rows * width), 54 + static_cast<uint32_t>(step));
+    const auto g = random_vec(static_cast<size_t>(rows * ab), 56 + static_cast<uint32_t>(step), -4, 4);
+    Buf<float> xb(ops, x), gb(ops, g), ob(ops, static_cast<size_t>(rows * nvv));
+    const View xv = xb.view(rows, width), gv = gb.view(rows, ab);
+    ops.gated_delta_net(xv.cols_range(0, nq), xv.cols_range(nq, nq), xv.cols_range(2 * nq, nvv),
+                        gv.cols_range(0, p.n_v_heads), gv.cols_range(p.n_v_heads + 1, p.n_v_heads), a_log, dt,
+                        st.view(n_slots, sf), b.b, p, ob.view(rows, nvv));
+    const View xh = hv(x, rows, width), gh = hv(g, rows, ab);
+    std::vector<float> o(static_cast<size_t>(rows * nvv));
+    ref.gated_delta_net(xh.cols_range(0, nq), xh.cols_range(nq, nq), xh.cols_range(2 * nq, nvv),
+                        gh.cols_range(0, p.n_v_heads), gh.cols_range(p.n_v_heads + 1, p.n_v_heads), a_log, dt,
+                        hv(sr, n_slots, sf), b.host(), p, hv(o, rows, nvv));
+    const auto h = ob.host();
+    got.insert(got.end(), h.begin(), h.end());
+    want.insert(want.end(), o.begin(), o.end());
+  }
+  const auto h = st.host();
+  got.insert(got.end(), h.begin(), h.end());
+  want.insert(want.end(), sr.begin(), sr.end());
+  return {got, want};
+});
+
 class OpTable : public testing::TestWithParam<BackendCase> {
  protected:
   void SetUp() override {
@@ -556,6 +702,12 @@ OP_TEST(add_rms_norm)
 OP_TEST(kv_store)
 OP_TEST(paged_attention)
 OP_TEST(patch_merge)
+OP_TEST(layer_norm)
+OP_TEST(add_bias)
+OP_TEST(gelu_tanh)
+OP_TEST(sigmoid_mul)
+OP_TEST(conv1d_silu)
+OP_TEST(gated_delta_net)
 
 INSTANTIATE_TEST_SUITE_P(Backends, OpTable, testing::ValuesIn(backends()), param_name);
 
@@ -576,7 +728,9 @@ TEST(OpTableCoverage, EveryOpOfTheInterfaceHasACase) {
     ops.insert((*it)[1]);
   EXPECT_GE(ops.size(), 12u) << "the header parse found too few ops";
   const std::set<std::string> tested{"matmul", "rms_norm", "rope", "silu_mul", "gelu", "add", "attention",
-                                     "embed", "add_rms_norm", "kv_store", "paged_attention", "patch_merge"};
+                                     "embed", "add_rms_norm", "kv_store", "paged_attention", "patch_merge",
+                                     "layer_norm", "add_bias", "gelu_tanh", "sigmoid_mul", "conv1d_silu",
+                                     "gated_delta_net"};
   for (const auto& op : ops) {
     EXPECT_TRUE(cases().count(op)) << "op " << op << " of kernels::Ops has no case in the op table";
     EXPECT_TRUE(tested.count(op)) << "op " << op << " of kernels::Ops has no OP_TEST";

@@ -482,7 +482,7 @@ class CpuOps final : public Ops {
 
   void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) override {
     const int64_t dim = w.rows * w.cols, groups = x.cols / dim;
-    const float* wf = weight_f32(w, 1);
+    const float* wf = weight_f32(w, 2);
     // Rows of groups: a contiguous pair of views is one run of rows * groups groups.
     if (x.contiguous() && y.contiguous()) {
       const int64_t n = x.rows * groups;
@@ -532,6 +532,145 @@ class CpuOps final : public Ops {
   void run_add(const View& y, const View& x) override {
     ThreadPool::global().parallel_for(y.numel(), kElemGrain,
                                       [&](int64_t b, int64_t e, int) { t_->add(y.f32() + b, x.f32() + b, e - b); });
+  }
+
+  // ---- Qwen3.5 family ----
+  void run_layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y) override {
+    const float* wf = weight_f32(w, 1);
+    const float* bf = weight_f32(b, 2);
+    ThreadPool::global().parallel_for(x.rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(x.cols, 1)),
+                                      [&](int64_t r0, int64_t r1, int) {
+                                        t_->layer_norm_rows(x.f32() + r0 * x.stride, x.stride, wf, bf, eps, r1 - r0,
+                                                            x.cols, y.f32() + r0 * y.stride, y.stride);
+                                      });
+  }
+
+  void run_add_bias(const View& y, const Matrix& b) override {
+    const float* bf = weight_f32(b, 2);
+    ThreadPool::global().parallel_for(y.rows, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(y.cols, 1)),
+                                      [&](int64_t r0, int64_t r1, int) {
+                                        for (int64_t r = r0; r < r1; ++r) t_->add(y.f32() + r * y.stride, bf, y.cols);
+                                      });
+  }
+
+  void run_gelu_tanh(const View& x) override {
+    ThreadPool::global().parallel_for(x.numel(), kElemGrain,
+                                      [&](int64_t b, int64_t e, int) { t_->gelu_tanh(x.f32() + b, e - b); });
+  }
+
+  void run_sigmoid_mul(const View& gate, const View& x, const View& out) override {
+    if (gate.contiguous() && x.contiguous() && out.contiguous()) {
+      ThreadPool::global().parallel_for(gate.numel(), kElemGrain, [&](int64_t b, int64_t e, int) {
+        t_->sigmoid_mul(gate.f32() + b, x.f32() + b, out.f32() + b, e - b);
+      });
+      return;
+    }
+    ThreadPool::global().parallel_for(gate.rows, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(gate.cols, 1)),
+                                      [&](int64_t b, int64_t e, int) {
+                                        for (int64_t r = b; r < e; ++r)
+                                          t_->sigmoid_mul(gate.f32() + r * gate.stride, x.f32() + r * x.stride,
+                                                          out.f32() + r * out.stride, gate.cols);
+                                      });
+  }
+
+  // Fresh slots zeroed, then tasks of (sequence, block of rows) that only read the states, then each
+  // sequence's last K-1 inputs moved into its slot: rows are independent, so the split changes no bit.
+  void run_conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b,
+                       const View& out) override {
+    const int64_t C = w.rows, K = w.cols, S = K - 1;
+    const float* wf = weight_f32(w, 2);
+    auto* wt = static_cast<float*>(scratch_slot(1).get(static_cast<size_t>(C * K) * 4));  // [K][C]
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < K; ++j) wt[j * C + c] = wf[c * K + j];
+    auto slot = [&](int64_t i) { return state.f32() + b.host_slots[i] * state.stride; };
+    const int64_t rows_per_task = std::max<int64_t>(1, 65536 / C);
+    struct Task {
+      int64_t seq, t0, t1;
+    };
+    std::vector<Task> tasks;
+    for (int64_t i = 0; i < b.n_seqs; ++i) {
+      const int64_t n = b.host_cu_q[i + 1] - b.host_cu_q[i];
+      if (n > 0 && b.host_fresh[i]) std::memset(slot(i), 0, sizeof(float) * S * C);
+      for (int64_t t0 = 0; t0 < n; t0 += rows_per_task) tasks.push_back({i, t0, std::min(n, t0 + rows_per_task)});
+    }
+    ThreadPool& pool = ThreadPool::global();
+    // A decode step's few rows run on the calling thread: microseconds of work.
+    const int64_t n_tasks = static_cast<int64_t>(tasks.size());
+    const int64_t grain = x.rows * C * K < (1 << 17) ? n_tasks : 1;
+    pool.parallel_for(n_tasks, grain, [&](int64_t a, int64_t e, int) {
+      for (int64_t ti = a; ti < e; ++ti) {
+        const Task& t = tasks[ti];
+        const int64_t r0 = b.host_cu_q[t.seq];
+        t_->conv1d_silu_rows(x.f32() + r0 * x.stride, x.stride, wt, C, K, slot(t.seq), t.t0, t.t1,
+                             out.f32() + r0 * out.stride, out.stride);
+      }
+    });
+    // The window's last K-1 rows: state row u <- window row n + u (a later state row, or a row of x),
+    // ascending so that no state row is overwritten before it is read.
+    for (int64_t i = 0; i < b.n_seqs; ++i) {
+      const int64_t r0 = b.host_cu_q[i], n = b.host_cu_q[i + 1] - r0;
+      if (n <= 0) continue;
+      float* st = slot(i);
+      for (int64_t u = 0; u < S; ++u) {
+        const float* src = n + u < S ? st + (n + u) * C : x.f32() + (r0 + n + u - S) * x.stride;
+        std::memcpy(st + u * C, src, sizeof(float) * C);
+      }
+    }
+  }
+
+  // Per-row scalars first (gates, q/k norms), then tasks of (sequence, value head, columns of the
+  // state): columns are independent, so neither the thread count nor the split changes a bit.
+  void run_gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                           const Matrix& a_log, const Matrix& dt_bias, const View& state, const StateBatch& b,
+                           const DeltaNetParams& p, const View& out) override {
+    cpu::GdnArgs g{};
+    g.q = q.f32();
+    g.k = k.f32();
+    g.v = v.f32();
+    g.a = a.f32();
+    g.b = beta_in.f32();
+    g.out = out.f32();
+    g.q_stride = q.stride;
+    g.k_stride = k.stride;
+    g.v_stride = v.stride;
+    g.a_stride = a.stride;
+    g.b_stride = beta_in.stride;
+    g.out_stride = out.stride;
+    g.n_k_heads = p.n_k_heads;
+    g.n_v_heads = p.n_v_heads;
+    g.k_dim = p.k_dim;
+    g.v_dim = p.v_dim;
+    g.l2_eps = p.l2_eps;
+    const int64_t nv = p.n_v_heads;
+    auto* params = static_cast<float*>(scratch_slot(2).get(static_cast<size_t>(2 * nv) * 4));
+    for (int64_t h = 0; h < nv; ++h) {
+      params[h] = a_log.at(h / a_log.cols, h % a_log.cols);
+      params[nv + h] = dt_bias.at(h / dt_bias.cols, h % dt_bias.cols);
+    }
+    g.a_log = params;
+    g.dt_bias = params + nv;
+    g.scal_stride = 2 * nv + 3 * p.n_k_heads;
+    g.scal = static_cast<float*>(scratch_slot(1).get(static_cast<size_t>(q.rows * g.scal_stride) * 4));
+    ThreadPool& pool = ThreadPool::global();
+    pool.parallel_for(q.rows, std::max<int64_t>(1, 256 / std::max<int64_t>(g.scal_stride, 1)),
+                      [&](int64_t r0, int64_t r1, int) { t_->gdn_prep(g, r0, r1); });
+    std::vector<int64_t> seqs;
+    for (int64_t i = 0; i < b.n_seqs; ++i)
+      if (b.host_cu_q[i + 1] > b.host_cu_q[i]) seqs.push_back(i);
+    const int64_t chunks = ceil_div(p.v_dim, t_->gdn_cols), per_seq = nv * chunks;
+    const int64_t head_floats = p.k_dim * p.v_dim;
+    const size_t work_bytes = static_cast<size_t>(p.k_dim * t_->gdn_cols) * 4;
+    pool.parallel_for(static_cast<int64_t>(seqs.size()) * per_seq, 1, [&](int64_t t0, int64_t t1, int) {
+      // Scratch of the thread running the task (slot 0: the calling thread's slots 1 and 2 hold the
+      // per-row scalars and the parameters).
+      float* work = b.max_q > 1 ? static_cast<float*>(scratch_slot(0).get(work_bytes)) : nullptr;
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t i = seqs[task / per_seq], h = task % per_seq / chunks, j0 = task % chunks * t_->gdn_cols;
+        const int64_t r0 = b.host_cu_q[i], n = b.host_cu_q[i + 1] - r0;
+        float* s = state.f32() + b.host_slots[i] * state.stride + h * head_floats;
+        t_->gdn_chunk(g, r0, n, s, b.host_fresh[i] != 0, h, j0, work);
+      }
+    });
   }
 
  public:
@@ -758,9 +897,8 @@ class CpuOps final : public Ops {
   // The weight as f32 (itself if already f32), converted into per-thread scratch `slot`.
   const float* weight_f32(const Matrix& w, int slot) const {
     if (w.dtype == DType::kF32) return static_cast<const float*>(w.data);
-    float* buf = static_cast<float*>(scratch_slot(2).get(static_cast<size_t>(w.rows * w.cols) * 4));
+    float* buf = static_cast<float*>(scratch_slot(slot).get(static_cast<size_t>(w.rows * w.cols) * 4));
     for (int64_t r = 0; r < w.rows; ++r) convert_row(w, r, buf + r * w.cols);
-    (void)slot;
     return buf;
   }
 

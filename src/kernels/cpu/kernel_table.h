@@ -47,6 +47,27 @@ struct AttnArgs {
   int64_t hd_pad, n_kv_pad;
 };
 
+// One Gated DeltaNet call (Ops::gated_delta_net) flattened for the ISA files: the activations with
+// their row strides, the shapes, the per-head parameters as f32, and per-row scalars that
+// gdn_prep fills once per call for gdn_chunk: row r's scal_stride floats at scal + r * scal_stride
+// hold, per value head h, (decay, beta) at [2h, 2h+1] (decay = exp(g)), then per key head kh at
+// 2 n_v_heads + 3 kh: ik = rsqrt(|k|^2 + eps), iq = rsqrt(|q|^2 + eps) / sqrt(k_dim), kq = (ik k).(iq q).
+struct GdnArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  const float* a;
+  const float* b;
+  float* out;
+  int64_t q_stride, k_stride, v_stride, a_stride, b_stride, out_stride;
+  int64_t n_k_heads, n_v_heads, k_dim, v_dim;
+  float l2_eps;
+  const float* a_log;    // [n_v_heads]
+  const float* dt_bias;  // [n_v_heads]
+  float* scal;
+  int64_t scal_stride;  // 2 * n_v_heads + 3 * n_k_heads
+};
+
 struct KernelTable {
   const char* isa;
   int w;        // floats per vector
@@ -84,6 +105,25 @@ struct KernelTable {
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*fp8_to_f32)(const uint8_t* x, float* y, int64_t n);  // FP8 E4M3 (core/fp8.h), unscaled
   void (*f32_to_bf16_round)(const float* x, uint16_t* y, int64_t n);
+
+  // Qwen3.5 family (kernels_qwen35.h). LayerNorm of `rows` rows of dim (strided x and y; y may be x).
+  void (*layer_norm_rows)(const float* x, int64_t x_stride, const float* w, const float* b, float eps, int64_t rows,
+                          int64_t dim, float* y, int64_t y_stride);
+  void (*gelu_tanh)(float* x, int64_t n);
+  void (*sigmoid_mul)(const float* gate, const float* x, float* out, int64_t n);  // out may be x
+  // Rows [t0, t1) of one sequence's causal conv1d + SiLU (x, out at its first row): wt is the weight
+  // transposed to [K][C] f32, state its slot [K-1][C] (read only: the caller updates it after).
+  void (*conv1d_silu_rows)(const float* x, int64_t x_stride, const float* wt, int64_t C, int64_t K,
+                           const float* state, int64_t t0, int64_t t1, float* out, int64_t out_stride);
+  // Gated DeltaNet: gdn_prep fills g.scal for rows [r0, r1); gdn_chunk runs value head h of one
+  // sequence (rows [r0, r0 + n), its head's state [k_dim][v_dim] at s, zeroed first when fresh) over
+  // state columns [j0, j0 + gdn_cols) clipped to v_dim, in `work` (k_dim * gdn_cols floats of the
+  // calling thread, or null) when it has several rows. Columns are independent: any split of the
+  // heads and columns over threads gives the same bits, and so does any split of the rows over calls.
+  int gdn_cols;
+  void (*gdn_prep)(const GdnArgs& g, int64_t r0, int64_t r1);
+  void (*gdn_chunk)(const GdnArgs& g, int64_t r0, int64_t n, float* s, bool fresh, int64_t h, int64_t j0,
+                    float* work);
 
   // Attention. Tiled: one query head h, query rows [q0, q0 + attn_bq) clipped to n_q.
   // Scratch: attn_tile_scratch(head_dim) floats.

@@ -2,8 +2,8 @@
 // ISA (kernels_generic.cc, kernels_avx2.cc, kernels_avx512.cc), each inside its own namespace
 // LOCR_CPU_NS with internal linkage. No std:: containers or std::function here (see
 // kernel_table.h for why); threading and blocking live in cpu_ops.cc. The kernels live by concern
-// in kernels_elementwise.h, kernels_gemm.h and kernels_attention.h; this header gathers them and
-// fills the table entries every ISA shares.
+// in kernels_elementwise.h, kernels_gemm.h, kernels_attention.h and kernels_qwen35.h; this header
+// gathers them and fills the table entries every ISA shares.
 //
 // Before including, a TU defines LOCR_CPU_NS and the tile constants LOCR_CPU_MR (GEMM rows per
 // microkernel), LOCR_CPU_JR (keys per QK^T microkernel), LOCR_CPU_PV_IR / LOCR_CPU_PV_ND (query
@@ -14,6 +14,7 @@
 #include "kernels/cpu/kernels_elementwise.h"
 #include "kernels/cpu/kernels_gemm.h"
 #include "kernels/cpu/kernels_attention.h"
+#include "kernels/cpu/kernels_qwen35.h"
 
 namespace locr::kernels::cpu::LOCR_CPU_NS {
 namespace {
@@ -42,6 +43,13 @@ inline KernelTable base_table(const char* isa) {
   t.f16_to_f32 = k_f16_to_f32;
   t.fp8_to_f32 = k_fp8_to_f32;
   t.f32_to_bf16_round = k_f32_to_bf16_round;
+  t.layer_norm_rows = k_layer_norm_rows;
+  t.gelu_tanh = k_gelu_tanh;
+  t.sigmoid_mul = k_sigmoid_mul;
+  t.conv1d_silu_rows = k_conv1d_silu_rows;
+  t.gdn_cols = kGdnNV * W;
+  t.gdn_prep = k_gdn_prep;
+  t.gdn_chunk = k_gdn_chunk;
   t.attn_tile = k_attn_tile;
   t.attn_tile_bf16 = nullptr;
   t.attn_pack_bf16 = nullptr;

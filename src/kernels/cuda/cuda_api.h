@@ -169,6 +169,61 @@ void f32_to_bf16_2d(const float* x, int64_t ldx, int64_t rows, int64_t cols, bf1
 void gelu_f32(float* x, int64_t n, Stream s);
 void add_f32(float* y, const float* x, int64_t n, Stream s);  // y += x
 
+// ---- The Qwen3.5 family (qwen35.cu): F32 activations and F32 parameters (exact copies of the
+// checkpoint's vectors), F32 arithmetic; the oracles are the host defaults of kernels::Ops
+// (kernels/ops_qwen35.cc). ----
+// y = (x - mean) * rsqrt(biased var + eps) * w + b per row (statistics in F32, two passes); x and
+// y may alias.
+void layer_norm_f32(const float* x, int64_t x_stride, const float* w, const float* b, float eps, int64_t rows,
+                    int64_t dim, float* y, int64_t y_stride, Stream s);
+void add_bias_f32(float* y, int64_t y_stride, const float* b, int64_t rows, int64_t cols, Stream s);  // y[r] += b
+// In place gelu_pytorch_tanh, as x / (1 + exp(-2u)) (= 0.5 x (1 + tanh u), without its cancellation).
+void gelu_tanh_f32(float* x, int64_t n, Stream s);
+// out = x * sigmoid(gate), rows x cols with row strides; out may alias x.
+void sigmoid_mul_f32(const float* gate, int64_t gate_stride, const float* x, int64_t x_stride, float* out,
+                     int64_t out_stride, int64_t rows, int64_t cols, Stream s);
+
+// The step of a recurrent (Gated DeltaNet) layer, as kernels::StateBatch: the DEVICE arrays are
+// read when the kernels run (a captured graph replays with new contents); n_seqs and max_q size
+// the launch. A sequence without rows is skipped (its slot untouched).
+struct RecurrentBatch {
+  const int32_t* cu_q = nullptr;   // [n_seqs + 1]
+  const int32_t* slots = nullptr;  // [n_seqs]
+  const int32_t* fresh = nullptr;  // [n_seqs], != 0: start from a zero state
+  int n_seqs = 0;
+  int max_q = 0;  // longest row run of any replay of the launch
+};
+constexpr int kConvMaxKernel = 8;
+// Causal depthwise conv1d + SiLU of every sequence (kernels::Ops::conv1d_silu): w [C, K] F32
+// (K <= kConvMaxKernel), state [n_slots, (K-1) * C] F32 (K-1 inputs of C channels, oldest first).
+void conv1d_silu_f32(const float* x, int64_t x_stride, const float* w, int64_t C, int K, float* state,
+                     const RecurrentBatch& b, float* out, int64_t out_stride, Stream s);
+
+// The gated delta rule of every sequence (kernels::Ops::gated_delta_net): per row, value head h
+// (key head h / (n_v_heads / n_k_heads)) and [k_dim, v_dim] state slot S of the head,
+//   q' = l2norm(q) / sqrt(k_dim), k' = l2norm(k), beta = sigmoid(b), g = -exp(a_log) softplus(a + dt_bias),
+//   S = S exp(g); d = (v - S^T k') beta; S = S + k' d^T; out = S^T q'.
+// k_dim <= kDeltaNetMaxKeyDim. Each block keeps 32 columns of one head's state in registers.
+constexpr int kDeltaNetMaxKeyDim = 256;
+struct GatedDeltaNet {
+  const float* q = nullptr;  // [rows, n_k_heads * k_dim] (q_stride)
+  const float* k = nullptr;  // [rows, n_k_heads * k_dim] (k_stride)
+  const float* v = nullptr;  // [rows, n_v_heads * v_dim] (v_stride)
+  const float* a = nullptr;  // [rows, n_v_heads] (a_stride)
+  const float* b = nullptr;  // [rows, n_v_heads] (b_stride): beta before its sigmoid
+  float* out = nullptr;      // [rows, n_v_heads * v_dim] (out_stride)
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0, a_stride = 0, b_stride = 0, out_stride = 0;
+  const float* a_log = nullptr;    // [n_v_heads] F32
+  const float* dt_bias = nullptr;  // [n_v_heads] F32
+  float* state = nullptr;          // [n_slots, n_v_heads * k_dim * v_dim]
+  int64_t rows = 0;                // rows of the step (cu_q[n_seqs] of every replay)
+  int n_k_heads = 0, n_v_heads = 0, k_dim = 0, v_dim = 0;
+  float l2_eps = 1e-6f;
+};
+// Scratch bytes gated_delta_net needs (the per-row gates and norms).
+size_t gated_delta_net_workspace(const GatedDeltaNet& p);
+void gated_delta_net(const GatedDeltaNet& p, const RecurrentBatch& b, void* workspace, Stream s);
+
 // ---- Embeddings and image rows ----
 // out[i, :] = table[ids[i], :] as F32 (table BF16 [vocab, dim]).
 void embed(const bf16* table, const int32_t* ids, int64_t n, int64_t dim, float* out, Stream s);

@@ -54,6 +54,7 @@ class CudaOps : public Ops {
     }
     weights_.clear();
     uploaded_.clear();
+    params_.clear();
     destroy_stream(stream_);
   }
   const char* name() const override { return "cuda"; }
@@ -268,6 +269,53 @@ class CudaOps : public Ops {
     bf16_to_f32_2d(ob, rows, width, out);
   }
 
+  // ---- Qwen3.5 family: F32 activations, parameters as exact F32 device copies (f32_param) ----
+  void run_layer_norm(const View& x, const Matrix& w, const Matrix& b, float eps, const View& y) override {
+    layer_norm_f32(x.f32(), x.stride, f32_param(w), f32_param(b), eps, x.rows, x.cols, y.f32(), y.stride, stream_);
+  }
+  void run_add_bias(const View& y, const Matrix& b) override {
+    add_bias_f32(y.f32(), y.stride, f32_param(b), y.rows, y.cols, stream_);
+  }
+  void run_gelu_tanh(const View& x) override { gelu_tanh_f32(x.f32(), x.numel(), stream_); }
+  void run_sigmoid_mul(const View& gate, const View& x, const View& out) override {
+    sigmoid_mul_f32(gate.f32(), gate.stride, x.f32(), x.stride, out.f32(), out.stride, gate.rows, gate.cols, stream_);
+  }
+
+  // The step arrays as the kernels read them: the device copies, at run time (graph replays).
+  static RecurrentBatch recurrent(const StateBatch& b) {
+    RecurrentBatch r;
+    r.cu_q = b.cu_q, r.slots = b.slots, r.fresh = b.fresh;
+    r.n_seqs = static_cast<int>(b.n_seqs);
+    r.max_q = static_cast<int>(b.max_q);
+    return r;
+  }
+
+  void run_conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b,
+                       const View& out) override {
+    LOCR_CHECK(w.cols <= kConvMaxKernel, "backend cuda: conv1d_silu with a kernel of ", w.cols, " (at most ",
+               kConvMaxKernel, ")");
+    conv1d_silu_f32(x.f32(), x.stride, f32_param(w), w.rows, static_cast<int>(w.cols), state.f32(), recurrent(b),
+                    out.f32(), out.stride, stream_);
+  }
+
+  void run_gated_delta_net(const View& q, const View& k, const View& v, const View& a, const View& beta_in,
+                           const Matrix& a_log, const Matrix& dt_bias, const View& state, const StateBatch& b,
+                           const DeltaNetParams& p, const View& out) override {
+    LOCR_CHECK(p.k_dim <= kDeltaNetMaxKeyDim, "backend cuda: gated_delta_net with k_dim ", p.k_dim, " (at most ",
+               kDeltaNetMaxKeyDim, ")");
+    GatedDeltaNet g;
+    g.q = q.f32(), g.k = k.f32(), g.v = v.f32(), g.a = a.f32(), g.b = beta_in.f32(), g.out = out.f32();
+    g.q_stride = q.stride, g.k_stride = k.stride, g.v_stride = v.stride, g.a_stride = a.stride;
+    g.b_stride = beta_in.stride, g.out_stride = out.stride;
+    g.a_log = f32_param(a_log), g.dt_bias = f32_param(dt_bias);
+    g.state = state.f32();
+    g.rows = q.rows;
+    g.n_k_heads = static_cast<int>(p.n_k_heads), g.n_v_heads = static_cast<int>(p.n_v_heads);
+    g.k_dim = static_cast<int>(p.k_dim), g.v_dim = static_cast<int>(p.v_dim);
+    g.l2_eps = p.l2_eps;
+    cuda::gated_delta_net(g, recurrent(b), scratch(kGdn, gated_delta_net_workspace(g)), stream_);
+  }
+
   void run_patch_merge(const View& in, int grid_h, int grid_w, int m, const View& out) override {
     // Merged rows feed the merging GEMM, which reads BF16: rounding first changes nothing.
     const int64_t n_in = in.numel(), n_out = out.numel();
@@ -279,7 +327,7 @@ class CudaOps : public Ops {
   }
 
  private:
-  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kW, kTmp, kXf, kSlots };
+  enum ScratchSlot { kX, kQ, kOut, kKv, kCu, kAttnWs, kW, kTmp, kXf, kGdn, kSlots };
 
   // Quantized weights: up to kQuantGemvMaxRows rows by the GEMV kernel (weights decoded in
   // registers, F32 activations, F32 sums); more by cuBLASLt on BF16 inputs, the weight dequantized
@@ -382,6 +430,48 @@ class CudaOps : public Ops {
   }
   static DType device_dtype(DType t) { return quantized(t) ? t : DType::kBF16; }
 
+  // A parameter vector or small weight (norm weights and biases of the Qwen3.5 family, conv taps,
+  // A_log, dt_bias) as F32 on the device: from the host data exactly as Matrix::at reads it, or,
+  // for a weight prepare() uploaded whose host copy is gone, widened from that BF16 device copy.
+  // Made at first use and kept while its source lives (keyed like device()).
+  const float* f32_param(const Matrix& w) {
+    const int64_t n = w.rows * w.cols;
+    std::shared_ptr<DeviceMatrix> prepared;
+    if (w.data == nullptr) {
+      LOCR_CHECK(own(w), "backend cuda: a parameter without host data that this backend did not prepare");
+      prepared = std::static_pointer_cast<DeviceMatrix>(w.packed);
+      LOCR_CHECK(prepared->dtype == DType::kBF16 && prepared->rows * prepared->cols == n,
+                 "backend cuda: parameter of ", dtype_name(prepared->dtype), " on the device");
+    }
+    const void* key = prepared ? static_cast<const void*>(prepared.get()) : w.data;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = params_.find(key);
+    if (it != params_.end() && !it->second.source_gone() && it->second.n == n) return it->second.buf->as<float>();
+    auto buf = std::make_shared<DeviceBuffer>(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float));
+    Param param{buf, {}, false, n};
+    if (prepared) {
+      bf16_to_f32(prepared->buf.as<const bf16>(), buf->as<float>(), n, stream_);
+      param.source = prepared;
+      param.had_source = true;
+    } else {
+      std::vector<float> h(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) h[i] = w.at(i / w.cols, i % w.cols);
+      copy_to_device(buf->get(), h.data(), h.size() * sizeof(float), stream_);
+      cuda::synchronize(stream_);  // `h` is pageable and goes out of scope
+      param.source = w.holder;
+      param.had_source = w.holder != nullptr;
+    }
+    params_[key] = param;
+    return buf->as<float>();
+  }
+  struct Param {
+    std::shared_ptr<DeviceBuffer> buf;
+    std::weak_ptr<void> source;  // the host data's owner, or the prepared device copy
+    bool had_source = false;
+    int64_t n = 0;
+    bool source_gone() const { return had_source && source.expired(); }
+  };
+
   struct Uploaded {
     std::shared_ptr<DeviceMatrix> dev;
     std::weak_ptr<void> holder;  // the host data's owner, when it had one
@@ -398,6 +488,7 @@ class CudaOps : public Ops {
   // Every device copy made here, by address (own() never takes another object at a freed address for
   // one of ours: the entry of a freed copy has expired).
   std::unordered_map<const void*, std::weak_ptr<DeviceMatrix>> uploaded_;
+  std::unordered_map<const void*, Param> params_;  // f32_param's copies, by source address
 };
 
 }  // namespace
