@@ -96,6 +96,16 @@ struct StepSeq {
   // (supports_multi_row_logits() false) take 1 only.
   int64_t n_logits = 1;
   const DeviceSample* sample = nullptr;  // with want_logits: sample on the device instead
+  // Multimodal RoPE (executors of models with it, Qwen3.5; others ignore these): the sequence's
+  // prompt position rows [3, mrope_len] row-major; the row at token index p takes (mrope[p],
+  // mrope[mrope_len + p], mrope[2 mrope_len + p]) when p < mrope_len, else p + rope_delta on all
+  // three (model::Prompt's positions and rope_delta).
+  const int64_t* mrope = nullptr;
+  int64_t mrope_len = 0;
+  int64_t rope_delta = 0;
+  // Executors with recurrent state (state_slots() > 0): the sequence's slot, < state_slots(); the
+  // state starts from zero at pos0 == 0 (a sequence can only be continued from its own slot).
+  int32_t state_slot = 0;
 };
 
 struct StepOutput {
@@ -130,6 +140,9 @@ class Executor {
   virtual int64_t kv_blocks() const = 0;
   virtual int block_size() const = 0;
   virtual int64_t kv_bytes_per_block() const = 0;
+  // Slots of recurrent state (one per running sequence: StepSeq::state_slot); 0 when the model has
+  // none. Such a state cannot be rewound or shared: no prefix caching, no rejected drafts.
+  virtual int64_t state_slots() const { return 0; }
   virtual bool supports_device_sampling() const { return false; }
   // StepSeq::n_logits > 1 (several rows' logits of one sequence, for speculative decoding).
   virtual bool supports_multi_row_logits() const { return false; }

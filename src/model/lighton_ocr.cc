@@ -138,20 +138,6 @@ void LightOnOcr::check_has_vision() const {
          "image inputs need the model's mmproj GGUF, given with --mmproj");
 }
 
-json LightOnOcr::make_messages(const std::string* system, const std::string* prompt, int n_images) {
-  json messages = json::array();
-  if (system) messages.push_back({{"role", "system"}, {"content", *system}});
-  if (n_images == 0) {
-    messages.push_back({{"role", "user"}, {"content", prompt ? *prompt : std::string()}});
-  } else {
-    json content = json::array();
-    for (int i = 0; i < n_images; ++i) content.push_back({{"type", "image"}});
-    if (prompt) content.push_back({{"type", "text"}, {"text", *prompt}});
-    messages.push_back({{"role", "user"}, {"content", content}});
-  }
-  return messages;
-}
-
 RenderedChat LightOnOcr::render_chat(const json& messages, const json& template_kwargs,
                                      bool add_generation_prompt) const {
   RenderedChat r;
@@ -171,8 +157,13 @@ int LightOnOcr::image_tokens(int height, int width) const {
   return image_token_count(height, width, proc_config_, config_.spatial_merge_size);
 }
 
-Prompt LightOnOcr::build_prompt(const json& messages, const std::vector<io::Image>& images) const {
-  return build_prompt(render_chat(messages), images);
+Tensor LightOnOcr::pixel_values(const std::vector<ProcessedImage>& images) const {
+  if (images.empty()) return Tensor();
+  const ProcessedImage& img = images[0];
+  const std::vector<float> px = normalized_pixels(img);
+  Tensor t = Tensor::empty(DType::kF32, {3, img.height, img.width});
+  std::memcpy(t.raw(), px.data(), t.nbytes());
+  return t;
 }
 
 Prompt LightOnOcr::build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const {

@@ -18,6 +18,7 @@
 #include "kernels/ops.h"
 #include "model/chat_template.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "model/processor.h"
 #include "model/text_decoder.h"
 #include "model/tokenizer.h"
@@ -40,62 +41,47 @@ struct LoadOptions {
   bool profile_ops = false;         // time every op (kernels::ProfiledOps; host backends only)
 };
 
-// A tokenised prompt with its preprocessed images, in prompt order.
-struct Prompt {
-  std::vector<int32_t> ids;
-  std::vector<ProcessedImage> images;
-  std::string text;  // the rendered template (before image-token expansion)
-};
-
-// A chat rendered by the template and tokenised, before the image placeholders are expanded.
-struct RenderedChat {
-  std::string text;
-  std::vector<int32_t> ids;  // one image_token_id per image
-  size_t n_images = 0;       // placeholders in `ids`
-};
-
-struct ImageEncoding {
-  Tensor vision_hidden;  // [sum n_patches, vision hidden]
-  Tensor embeds;         // [n image tokens, text hidden]
-};
-
-class LightOnOcr {
+class LightOnOcr : public Model {
  public:
   // `path`: a model directory, or a text GGUF file (`*.gguf`) with opts.mmproj.
   static std::unique_ptr<LightOnOcr> load(const std::string& path, const LoadOptions& opts = {});
 
   const ModelConfig& config() const { return config_; }
-  const GenerationConfig& generation_config() const { return gen_config_; }
+  const GenerationConfig& generation_config() const override { return gen_config_; }
   const ProcessorConfig& processor_config() const { return proc_config_; }
   // Which checkpoint this is (model/variant.h): what its output can carry (figure boxes, grounding).
-  const ModelVariant& variant() const { return variant_; }
+  const ModelVariant& variant() const override { return variant_; }
   // False for a text GGUF loaded without an mmproj: image inputs are refused (kInvalidArgument).
-  bool has_vision() const { return weights_.has_vision; }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const ChatTemplate& chat_template() const { return *template_; }
+  bool has_vision() const override { return weights_.has_vision; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const ChatTemplate& chat_template() const override { return *template_; }
   kernels::Ops& ops() const { return *ops_; }
   // The backend named at load ("cuda" for the GPU executor; otherwise a CPU kernel backend).
-  const std::string& backend() const { return backend_; }
+  const std::string& backend() const override { return backend_; }
   // The checkpoint's weights (memory-mapped views; the backend's prepared copies hang off them).
   const ModelWeights& weights() const { return weights_; }
   const TextDecoder& decoder() const { return *decoder_; }
   const VisionEncoder& encoder() const { return *encoder_; }
   const Projector& projector() const { return *projector_; }
 
+  const char* architecture() const override { return "lightonocr"; }
+  int vocab_size() const override { return config_.text.vocab_size; }
+  int hidden_size() const override { return config_.text.hidden_size; }
+  int image_token_id() const override { return config_.image_token_id; }
+  int max_position_embeddings() const override { return config_.text.max_position_embeddings; }
+
   // Messages in OpenAI/transformers form ({role, content: string | [{type: text|image|image_url}]});
-  // `images` are the decoded images referenced by the image parts, in order.
-  Prompt build_prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const;
+  // `images` are the decoded images referenced by the image parts, in order (model/model.h).
+  using Model::build_prompt;
   // The two halves of build_prompt(), for callers that check the prompt length from image sizes
-  // (image_tokens) before decoding any pixels. `template_kwargs` (a JSON object; a request's
-  // chat_template_kwargs, e.g. {"enable_thinking": false}) are extra template variables, set over
-  // the model's own (bos_token, ...) but never over `messages` or `add_generation_prompt`.
+  // (image_tokens) before decoding any pixels.
   RenderedChat render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs = nullptr,
-                           bool add_generation_prompt = true) const;
-  Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const;
+                           bool add_generation_prompt = true) const override;
+  Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const override;
   // Prompt tokens one image of (height, width) pixels expands to.
-  int image_tokens(int height, int width) const;
-  // Convenience for the CLI: optional system text, images first then the prompt text.
-  static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);
+  int image_tokens(int height, int width) const override;
+  // The first image's normalised pixels [3, H', W'] (transformers' pixel_values of one image).
+  Tensor pixel_values(const std::vector<ProcessedImage>& images) const override;
 
   ImageEncoding encode_images(const std::vector<ProcessedImage>& images) const;
   // The encoder's input for `images`: patches [sum n_patches, 3*p*p] and their grids.

@@ -5,62 +5,13 @@
 
 #include "core/error.h"
 #include "io/file.h"
+#include "model/weight_binder.h"
 
 namespace locr::model {
 
-namespace {
-
-class Binder {
- public:
-  explicit Binder(const io::SafetensorsSet& st) : st_(st) {}
-
-  Matrix get(const std::string& name, std::vector<int64_t> shape) {
-    if (!st_.has(name))
-      fail(ErrorKind::kNotFound, "checkpoint is missing tensor '", name, "' (expected shape ", shape_to_string(shape),
-           "); is this a LightOnOCR-2 checkpoint, complete and unmodified?");
-    const io::TensorInfo& info = st_.info(name);
-    std::vector<int64_t> got = info.shape;
-    // Accept the conv kernel [out, c, p, p] for a flattened [out, c*p*p] expectation.
-    if (shape.size() == 2 && got.size() == 4 && got[0] == shape[0] && got[1] * got[2] * got[3] == shape[1]) got = shape;
-    if (got != shape)
-      fail(ErrorKind::kInvalidArgument, "tensor '", name, "' has shape ", shape_to_string(info.shape), ", expected ",
-           shape_to_string(shape), " from config.json; the checkpoint and its config do not match");
-    if (info.dtype != DType::kF32 && info.dtype != DType::kBF16 && info.dtype != DType::kF16)
-      fail(ErrorKind::kUnsupported, "tensor '", name, "' has dtype ", dtype_name(info.dtype),
-           "; supported weight dtypes are BF16, F16 and F32");
-    Matrix m = Matrix::from_tensor(st_.get(name).reshape(shape.size() == 1 ? std::vector<int64_t>{shape[0]} : shape));
-    used_.insert(name);
-    return m;
-  }
-  Matrix vec(const std::string& name, int64_t n) { return get(name, {n}); }
-  bool has(const std::string& name) const { return st_.has(name); }
-
-  // A tensor that no code reads would be silently ignored (a bias, an extra layer or norm of an
-  // architecture variant): the model would not compute what the checkpoint describes.
-  void check_all_used() const {
-    std::vector<std::string> unused;
-    for (const std::string& n : st_.names())
-      if (!used_.count(n)) unused.push_back(n);
-    if (unused.empty()) return;
-    std::sort(unused.begin(), unused.end());
-    std::string list;
-    for (size_t i = 0; i < unused.size() && i < 8; ++i)
-      list += (i ? ", '" : "'") + unused[i] + "' " + shape_to_string(st_.info(unused[i]).shape);
-    if (unused.size() > 8) list += ", ...";
-    fail(ErrorKind::kUnsupported, "checkpoint tensor", unused.size() > 1 ? "s " : " ", list, " (", unused.size(),
-         " in all) ", unused.size() > 1 ? "are" : "is", " not read by locr: a LightOnOCR-2 checkpoint has no such "
-         "tensor, and ignoring it would compute something else than the checkpoint describes");
-  }
-
- private:
-  const io::SafetensorsSet& st_;
-  std::unordered_set<std::string> used_;
-};
-
-}  // namespace
 
 ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg) {
-  Binder b(st);
+  WeightBinder b(st, "LightOnOCR-2");
   ModelWeights w;
   const TextConfig& t = cfg.text;
   const VisionConfig& v = cfg.vision;

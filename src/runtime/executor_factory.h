@@ -1,5 +1,6 @@
 // Picks the executor for a loaded model: the CPU executor for the CPU kernel backends, the CUDA
-// executor for backend "cuda" (builds with -DLOCR_CUDA=ON only).
+// executor for backend "cuda" (builds with -DLOCR_CUDA=ON only); for the Qwen3.5 family its own
+// host executor (model/qwen35/executor.h).
 #pragma once
 
 #include <memory>
@@ -10,7 +11,7 @@
 
 namespace locr::runtime {
 
-std::unique_ptr<model::Executor> make_executor(const model::LightOnOcr& m, const model::ExecutorOptions& opts);
+std::unique_ptr<model::Executor> make_executor(const model::Model& m, const model::ExecutorOptions& opts);
 
 // Whether the CUDA executor takes a model of this configuration (head dims its kernels have, ...);
 // `why` says why not. False in a build without CUDA.

@@ -29,19 +29,18 @@ model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t posit
   return o;
 }
 
-GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const DecodeParams& opts,
+GenerateResult generate(const model::Model& m, const model::Prompt& prompt, const DecodeParams& opts,
                         const GenerateHooks& hooks) {
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
   auto exec = make_executor(m, single_sequence_options(T, T + std::max(0, opts.max_tokens)));
   return generate(m, *exec, prompt, opts, hooks);
 }
 
-GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const model::Prompt& prompt,
+GenerateResult generate(const model::Model& m, model::Executor& exec, const model::Prompt& prompt,
                         const DecodeParams& opts, const GenerateHooks& hooks) {
   GenerateResult r;
-  const auto& tc = m.config().text;
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
-  const int64_t V = tc.vocab_size;
+  const int64_t V = m.vocab_size();
   const int64_t positions = T + std::max(0, opts.max_tokens);
   LOCR_CHECK(exec.kv_blocks() * exec.block_size() >= positions, "KV cache overflow: ", positions, " > ",
              exec.kv_blocks() * exec.block_size());
@@ -77,7 +76,7 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
     const int64_t available = images ? images->rows() : 0;
     image_rows.assign(T, -1);
     for (int64_t t = 0; t < T; ++t)
-      if (prompt.ids[t] == m.config().image_token_id) {
+      if (prompt.ids[t] == m.image_token_id()) {
         if (next >= available)
           fail(ErrorKind::kInvalidArgument, "prompt has more image tokens than image features (", available, ")");
         image_rows[t] = next++;
@@ -97,6 +96,10 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
   st.images = images.get();
   st.image_rows = images ? image_rows.data() : nullptr;
   st.want_logits = true;
+  // Multimodal RoPE rows (Qwen3.5) for the prompt and every step after it.
+  st.mrope = prompt.positions.empty() ? nullptr : prompt.positions.data();
+  st.mrope_len = prompt.positions.empty() ? 0 : T;
+  st.rope_delta = prompt.rope_delta;
   model::StepOutput out;
   model::HiddenHook on_hidden;
   if (hooks.on_hidden) on_hidden = [&](int i, const float* h, int64_t rows) { hooks.on_hidden(i, h, rows); };
@@ -119,6 +122,9 @@ GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const
       d.block_table = table.data();
       d.table_len = st.table_len;
       d.want_logits = true;
+      d.mrope = st.mrope;
+      d.mrope_len = st.mrope_len;
+      d.rope_delta = st.rope_delta;
       exec.step({d}, &out);
       std::copy(out.logits.data<float>(), out.logits.data<float>() + V, logits.begin());
     }

@@ -37,10 +37,10 @@ struct GenerateHooks {
 };
 
 // Runs on an executor made for this call (the model's backend; KV sized for the prompt + max_tokens).
-GenerateResult generate(const model::LightOnOcr& m, const model::Prompt& prompt, const DecodeParams& opts,
+GenerateResult generate(const model::Model& m, const model::Prompt& prompt, const DecodeParams& opts,
                         const GenerateHooks& hooks = {});
 // Runs on `exec`, whose KV pool must hold prompt + max_tokens positions (blocks 0.. are used).
-GenerateResult generate(const model::LightOnOcr& m, model::Executor& exec, const model::Prompt& prompt,
+GenerateResult generate(const model::Model& m, model::Executor& exec, const model::Prompt& prompt,
                         const DecodeParams& opts, const GenerateHooks& hooks = {});
 // Executor options for one sequence of up to `positions` tokens whose prompt is `prompt_len`.
 model::ExecutorOptions single_sequence_options(int64_t prompt_len, int64_t positions);

@@ -6,14 +6,14 @@
 
 namespace locr::runtime {
 
-RequestPath::RequestPath(const model::LightOnOcr& m, RequestDefaults d, RequestPathOptions o)
+RequestPath::RequestPath(const model::Model& m, RequestDefaults d, RequestPathOptions o)
     : m_(m), defaults_(std::move(d)), o_(std::move(o)) {
-  if (o_.max_model_len <= 0) o_.max_model_len = m.config().text.max_position_embeddings;
+  if (o_.max_model_len <= 0) o_.max_model_len = m.max_position_embeddings();
 }
 
 nlohmann::json RequestPath::ocr_messages(bool grounding) {
   static const std::string kGrounding = "grounding";
-  return model::LightOnOcr::make_messages(nullptr, grounding ? &kGrounding : nullptr, 1);
+  return model::Model::make_messages(nullptr, grounding ? &kGrounding : nullptr, 1);
 }
 
 model::Prompt RequestPath::prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const {
@@ -29,7 +29,7 @@ std::vector<int32_t> RequestPath::prompt_ids(const model::RenderedChat& chat,
   if (chat.n_images != sizes.size())
     fail(ErrorKind::kInvalidArgument, "the prompt has ", chat.n_images, " image placeholder(s) but ", sizes.size(),
          " image(s) were given");
-  const int32_t image_id = m_.config().image_token_id;
+  const int32_t image_id = m_.image_token_id();
   std::vector<int32_t> ids;
   size_t next = 0;
   for (int32_t id : chat.ids) {

@@ -37,9 +37,9 @@ class RequestPath {
   // `d`: what requests start from: request_defaults() of the model's generation_config.json (or
   // of what `serve` made of it with --generation-config / --override-generation-config), with the
   // front end's loop guard and, for the CLI, its sampling options.
-  RequestPath(const model::LightOnOcr& m, RequestDefaults d, RequestPathOptions o = {});
+  RequestPath(const model::Model& m, RequestDefaults d, RequestPathOptions o = {});
 
-  const model::LightOnOcr& model() const { return m_; }
+  const model::Model& model() const { return m_; }
   const RequestDefaults& defaults() const { return defaults_; }
   int64_t max_model_len() const { return o_.max_model_len; }
 
@@ -71,7 +71,7 @@ class RequestPath {
   }
 
  private:
-  const model::LightOnOcr& m_;
+  const model::Model& m_;
   RequestDefaults defaults_;
   RequestPathOptions o_;
 };

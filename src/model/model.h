@@ -1,0 +1,88 @@
+// What the runtime and the front ends ask of a model, whatever its architecture (LightOnOCR-2 /
+// LightOnOCR-3-1B: model::LightOnOcr; LightOnOCR-3-0.8B / -4B: model::qwen35::Model): the prompt
+// side (chat template, tokenizer, image placeholders, the positions of a prompt) and an executor
+// for its compute (runtime/executor_factory.h makes it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+#include "io/image.h"
+#include "model/chat_template.h"
+#include "model/config.h"
+#include "model/processor.h"
+#include "model/tokenizer.h"
+#include "model/variant.h"
+
+namespace locr::model {
+
+// A tokenised prompt with its preprocessed images, in prompt order.
+struct Prompt {
+  std::vector<int32_t> ids;
+  std::vector<ProcessedImage> images;
+  std::string text;  // the rendered template (before image-token expansion)
+  // Multimodal RoPE (Qwen3.5): the prompt's three position rows [3, ids.size()] row-major
+  // (temporal, height, width), and what a token at index t >= ids.size() adds to t on all three
+  // (the position after the prompt minus its length). Empty / 0: position = token index.
+  std::vector<int64_t> positions;
+  int64_t rope_delta = 0;
+};
+
+// A chat rendered by the template and tokenised, before the image placeholders are expanded.
+struct RenderedChat {
+  std::string text;
+  std::vector<int32_t> ids;  // one image_token_id per image
+  size_t n_images = 0;       // placeholders in `ids`
+};
+
+struct ImageEncoding {
+  Tensor vision_hidden;  // [sum n_patches, vision hidden]
+  Tensor embeds;         // [n image tokens, text hidden]
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // "lightonocr" (Pixtral + Qwen3) or "qwen3_5" (Qwen3.5: hybrid Gated DeltaNet decoder).
+  virtual const char* architecture() const = 0;
+
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const ChatTemplate& chat_template() const = 0;
+  virtual const GenerationConfig& generation_config() const = 0;
+  // Which checkpoint this is (model/variant.h): what its output can carry (grounding boxes...).
+  virtual const ModelVariant& variant() const = 0;
+  // The kernel backend named at load ("cuda" for the GPU executor).
+  virtual const std::string& backend() const = 0;
+  virtual int vocab_size() const = 0;
+  virtual int hidden_size() const = 0;  // of the text decoder
+  virtual int image_token_id() const = 0;
+  virtual int max_position_embeddings() const = 0;
+  // False when images are refused (a text GGUF without its mmproj).
+  virtual bool has_vision() const = 0;
+
+  // Messages in OpenAI/transformers form; template_kwargs (a JSON object, e.g. {"enable_thinking":
+  // false}) are extra template variables, set over the model's own but never over `messages` or
+  // `add_generation_prompt`.
+  virtual RenderedChat render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs = nullptr,
+                                   bool add_generation_prompt = true) const = 0;
+  // Placeholders expanded to each image's tokens, images preprocessed, positions when the model
+  // has multimodal RoPE.
+  virtual Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const = 0;
+  Prompt build_prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const {
+    return build_prompt(render_chat(messages), images);
+  }
+  // Prompt tokens one image of (height, width) pixels expands to.
+  virtual int image_tokens(int height, int width) const = 0;
+  // What transformers' processor gives as pixel_values for `images` (for dumps): LightOnOCR [3, H,
+  // W] of the first image, Qwen3.5 the patch rows of all images [patches, C * T * p * p].
+  virtual Tensor pixel_values(const std::vector<ProcessedImage>& images) const = 0;
+
+  // Convenience for the CLI: optional system text, images first then the prompt text.
+  static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);
+};
+
+}  // namespace locr::model

@@ -1,0 +1,131 @@
+#include "model/qwen35/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace locr::model::qwen35 {
+
+namespace {
+
+struct Job : VisionJob {
+  std::vector<float> patches;
+  std::vector<Grid> grids;
+  Tensor embeds, hidden;
+  bool finished = false;
+  int64_t n_patches() const override {
+    int64_t n = 0;
+    for (const Grid& g : grids) n += g.patches();
+    return n;
+  }
+  bool done() const override { return finished; }
+};
+
+}  // namespace
+
+CpuExecutor::CpuExecutor(const Model& model, const ExecutorOptions& opts)
+    : model_(model),
+      kv_(make_kv_pool(model.config().text,
+                       kv_blocks_for(opts.kv_cache_bytes,
+                                     KvPool::bytes_per_block(kv_shape(model.config().text), opts.block_size,
+                                                             model.decoder().kv_dtype()),
+                                     opts.max_kv_blocks),
+                       opts.block_size, model.decoder().kv_dtype())),
+      states_(model.config().text, std::max(1, opts.max_num_seqs), model.ops()),
+      ws_(model.ops()) {
+  LOCR_CHECK(model.ops().host_memory(), "the Qwen3.5 executor runs on the host backends");
+}
+
+int64_t CpuExecutor::kv_bytes_per_block() const {
+  return KvPool::bytes_per_block(kv_shape(model_.config().text), kv_.block_size(), kv_.dtype());
+}
+
+std::unique_ptr<VisionJob> CpuExecutor::vision_begin(const std::vector<ProcessedImage>& images) {
+  auto job = std::make_unique<Job>();
+  job->patches = model_.vision_patches(images);
+  job->grids = Model::grids(images);
+  return job;
+}
+
+void CpuExecutor::vision_run(VisionJob& j, int n_layers) {
+  auto& job = dynamic_cast<Job&>(j);
+  if (n_layers <= 0 || job.finished) return;
+  job.embeds = model_.vision().forward(job.patches.data(), job.grids, &job.hidden);
+  job.finished = true;
+}
+
+std::shared_ptr<ImageEmbeds> CpuExecutor::vision_finish(VisionJob& j, Tensor* vision_hidden) {
+  auto& job = dynamic_cast<Job&>(j);
+  if (!job.finished) vision_run(job, 1);
+  if (vision_hidden) *vision_hidden = job.hidden;
+  return std::make_shared<TensorEmbeds>(job.embeds, model_.ops());
+}
+
+void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden) {
+  const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
+  int64_t R = 0;
+  for (const auto& s : seqs) R += s.n;
+  Tensor x = Tensor::empty(DType::kF32, {R, H});
+  std::vector<Seq> steps;
+  std::vector<std::vector<int64_t>> positions(seqs.size());
+  std::vector<int64_t> sample_rows;
+  out->logits_seq.clear();
+  out->tokens.assign(seqs.size(), -1);
+  out->logprobs.assign(seqs.size(), 0.0f);
+  int64_t row = 0;
+  for (size_t k = 0; k < seqs.size(); ++k) {
+    const StepSeq& s = seqs[k];
+    LOCR_CHECK(s.state_slot >= 0 && s.state_slot < states_.n_slots(), "state slot ", s.state_slot, " of ",
+               states_.n_slots());
+    float* xr = x.data<float>() + row * H;
+    model_.decoder().embed(s.ids, s.n, xr);
+    if (s.images && s.image_rows) {
+      const auto* te = dynamic_cast<const TensorEmbeds*>(s.images);
+      LOCR_CHECK(te && te->ops().host_memory(), "image embeddings of another executor");
+      const Tensor& emb = te->tensor();
+      for (int64_t i = 0; i < s.n; ++i)
+        if (s.image_rows[i] >= 0) {
+          LOCR_CHECK(s.image_rows[i] < emb.dim(0), "image row out of range");
+          std::memcpy(xr + i * H, emb.data<float>() + s.image_rows[i] * H, H * sizeof(float));
+        }
+    }
+    // The rows' three RoPE positions.
+    std::vector<int64_t>& p3 = positions[k];
+    p3.resize(3 * s.n);
+    for (int64_t i = 0; i < s.n; ++i) {
+      const int64_t p = s.pos0 + i;
+      for (int a = 0; a < 3; ++a)
+        p3[a * s.n + i] = p < s.mrope_len ? s.mrope[a * s.mrope_len + p] : p + s.rope_delta;
+    }
+    Seq q;
+    q.n_new = s.n;
+    q.kv_pos0 = s.pos0;
+    q.block_table = s.block_table;
+    q.positions = p3.data();
+    q.state_slot = s.state_slot;
+    q.fresh = s.pos0 == 0;
+    steps.push_back(q);
+    if (s.want_logits) {
+      LOCR_CHECK(s.n_logits >= 1 && s.n_logits <= s.n, "n_logits ", s.n_logits, " of a ", s.n, "-row step");
+      for (int64_t i = s.n - s.n_logits; i < s.n; ++i) {
+        sample_rows.push_back(row + i);
+        out->logits_seq.push_back(static_cast<int>(k));
+      }
+    }
+    row += s.n;
+  }
+  std::function<void(int, const float*)> on_hidden;
+  if (hidden) on_hidden = [&](int i, const float* h) { hidden(i, h, R); };
+  model_.decoder().forward(x.data<float>(), steps, kv_, states_, ws_, on_hidden);
+  out->logits = Tensor();
+  if (sample_rows.empty()) return;
+  const int64_t S = static_cast<int64_t>(sample_rows.size());
+  Tensor h = Tensor::empty(DType::kF32, {S, H});
+  for (int64_t i = 0; i < S; ++i)
+    std::memcpy(h.data<float>() + i * H, x.data<float>() + sample_rows[i] * H, H * sizeof(float));
+  out->logits = Tensor::empty(DType::kF32, {S, V});
+  model_.decoder().logits(h.data<float>(), S, out->logits.data<float>());
+}
+
+}  // namespace locr::model::qwen35

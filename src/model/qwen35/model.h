@@ -1,0 +1,80 @@
+// A Qwen3.5 model (LightOnOCR-3-0.8B / -4B) loaded from a Hugging Face model directory: config,
+// weights, processor config, and its parts on the chosen kernel backend (the vision tower and the
+// hybrid decoder).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "io/safetensors.h"
+#include "kernels/ops.h"
+#include "model/lighton_ocr.h"
+#include "model/model.h"
+#include "model/qwen35/config.h"
+#include "model/qwen35/decoder.h"
+#include "model/qwen35/processor.h"
+#include "model/qwen35/vision.h"
+#include "model/qwen35/weights.h"
+#include "model/tokenizer.h"
+
+namespace locr::model::qwen35 {
+
+class Model : public model::Model {
+ public:
+  // `dir`: a model directory whose config.json has model_type "qwen3_5". opts.backend picks the
+  // kernels (ref, cpu-f32, cpu / cpu-bf16).
+  static std::unique_ptr<Model> load(const std::string& dir, const LoadOptions& opts = {});
+
+  const Config& config() const { return config_; }
+  const ProcessorConfig& processor_config() const { return proc_; }
+  kernels::Ops& ops() const { return *ops_; }
+  const Decoder& decoder() const { return *decoder_; }
+  const VisionTower& vision() const { return *vision_; }
+
+  // model::Model
+  const char* architecture() const override { return "qwen3_5"; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const ChatTemplate& chat_template() const override { return *template_; }
+  const GenerationConfig& generation_config() const override { return gen_config_; }
+  const ModelVariant& variant() const override { return variant_; }
+  const std::string& backend() const override { return backend_; }
+  int vocab_size() const override { return config_.text.vocab_size; }
+  int hidden_size() const override { return config_.text.hidden_size; }
+  int image_token_id() const override { return config_.image_token_id; }
+  int max_position_embeddings() const override { return config_.text.max_position_embeddings; }
+  bool has_vision() const override { return true; }
+  using model::Model::build_prompt;
+  RenderedChat render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs = nullptr,
+                           bool add_generation_prompt = true) const override;
+  // Also the three M-RoPE position rows of the prompt and its rope_delta (model/model.h).
+  Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const override;
+  int image_tokens(int height, int width) const override;
+  // The patch rows of all images [patches, C * T * p * p] (transformers' pixel_values).
+  Tensor pixel_values(const std::vector<ProcessedImage>& images) const override;
+
+  // The patch grids of preprocessed images, in order.
+  static std::vector<Grid> grids(const std::vector<ProcessedImage>& images);
+  // The encoder's input rows of the images (processor.h patches(), images in order).
+  std::vector<float> vision_patches(const std::vector<ProcessedImage>& images) const;
+  // [T, hidden] host embeddings of `ids` with image embedding rows (host [n image tokens, hidden])
+  // at the image-token positions, in order.
+  Tensor embed_prompt(const std::vector<int32_t>& ids, const Tensor* image_embeds) const;
+
+ private:
+  Model() = default;
+  Config config_;
+  ProcessorConfig proc_;
+  GenerationConfig gen_config_;
+  ModelVariant variant_;
+  std::string backend_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> template_;
+  nlohmann::json template_vars_;
+  io::SafetensorsSet tensors_;
+  Weights weights_;
+  std::unique_ptr<kernels::Ops> ops_;
+  std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<VisionTower> vision_;
+};
+
+}  // namespace locr::model::qwen35

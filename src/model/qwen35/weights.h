@@ -1,0 +1,85 @@
+// The weights of a Qwen3.5 checkpoint (transformers' Qwen3_5ForConditionalGeneration names:
+// model.language_model.*, model.visual.*, lm_head.weight when untied; mtp.* is the multi-token
+// prediction head, not read), bound by name and shape-checked against the config.
+//
+// Load-time rewrites, each exact:
+//   - every Qwen3_5RMSNorm weight w becomes (1 + w) in F32 (transformers: x_normed * (1.0 + w.float()));
+//   - q_proj's rows, [q | gate] interleaved per head, are regrouped to [all q | all gates];
+//   - the Gated DeltaNet conv weight [C, 1, K] is read as [C, K].
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/ops.h"
+#include "model/qwen35/config.h"
+
+namespace locr::model::qwen35 {
+
+using kernels::Matrix;
+using kernels::StackedMatrix;
+
+struct DeltaNetWeights {
+  // [in_proj_qkv; in_proj_z; in_proj_b; in_proj_a]: one GEMM gives [qkv | z | b | a] of a row.
+  StackedMatrix in_proj;
+  Matrix conv;     // [conv_dim, K]
+  Matrix a_log;    // [1, n_v_heads]
+  Matrix dt_bias;  // [1, n_v_heads]
+  Matrix norm;     // [1, v_dim]: the gated RMSNorm's plain weight
+  Matrix out_proj; // [hidden, n_v_heads * v_dim]
+};
+
+struct AttentionWeights {
+  // [q; gate; k; v] (q_proj regrouped): one GEMM gives [q | gate | k | v] of a row.
+  StackedMatrix qgkv;
+  Matrix q_norm, k_norm;  // [1, head_dim], (1 + w)
+  Matrix o_proj;          // [hidden, heads * head_dim]
+};
+
+struct LayerWeights {
+  bool full_attention = false;
+  Matrix input_layernorm, post_attention_layernorm;  // (1 + w)
+  DeltaNetWeights linear;                            // when !full_attention
+  AttentionWeights attn;                             // when full_attention
+  StackedMatrix gate_up;                             // [gate; up]
+  Matrix down_proj;
+};
+
+struct TextWeights {
+  Matrix embed_tokens;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  Matrix norm;     // (1 + w)
+  Matrix lm_head;  // [vocab, hidden]; the embedding table when tied
+};
+
+struct Linear {
+  Matrix w, b;  // [out, in], [1, out]
+};
+
+struct VisionBlockWeights {
+  Matrix norm1_w, norm1_b, norm2_w, norm2_b;
+  Linear qkv, proj, fc1, fc2;
+};
+
+struct VisionWeights {
+  Linear patch_embed;  // [hidden, C * T * p * p] (the Conv3d kernel flattened in (c, t, y, x) order)
+  Matrix pos_embed;    // [num_position_embeddings, hidden]
+  std::vector<VisionBlockWeights> blocks;
+  Matrix merger_norm_w, merger_norm_b;  // [1, hidden]
+  Linear merger_fc1, merger_fc2;        // [4h, 4h], [out, 4h]
+};
+
+struct Weights {
+  TextWeights text;
+  VisionWeights vision;
+};
+
+// Binds and shape-checks every tensor (errors name the tensor; a tensor nothing reads is an error,
+// except mtp.*).
+Weights load_weights(const io::SafetensorsSet& st, const Config& cfg);
+
+// Lets `ops` lay out every matmul weight once (Ops::prepare_stack / prepare).
+void prepare_weights(Weights& w, kernels::Ops& ops);
+
+}  // namespace locr::model::qwen35
