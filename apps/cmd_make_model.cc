@@ -1,5 +1,6 @@
-// `locr make-model`: write a complete LightOnOCR-2 model directory with random weights (see
-// src/toolkit/synth_model.h) — for tests, benchmarks and load checks without the real checkpoint.
+// `locr make-model`: write a complete LightOnOCR-2 or LightOnOCR-3 (Qwen3.5) model directory with
+// random weights (see src/toolkit/synth_model.h, synth_qwen35.h) — for tests, benchmarks and load
+// checks without the real checkpoint.
 #include <cstdio>
 
 #include "apps/commands.h"
@@ -14,8 +15,13 @@ namespace locr::app {
 int cmd_make_model(int argc, char** argv) {
   Args a("make-model",
          "Write a Hugging Face model directory (config.json, model.safetensors, tokenizer.json, ...) with\n"
-         "random weights of the LightOnOCR-2-1B shape (or a tiny one), deterministic from --seed.");
-  a.option("preset", "lightonocr-2-1b (default; the real shapes, ~2 GB in BF16), tiny, tiny-hd64 (head_dim 64, for CUDA tests) or tiny-k (text widths of whole 256-blocks, for q4_k_m)", "NAME");
+         "random weights of the LightOnOCR-2-1B or LightOnOCR-3-0.8B / -4B shape (or a tiny one),\n"
+         "deterministic from --seed. The tokenizer is synthetic, with the real special-token ids.");
+  a.option("preset",
+           "lightonocr-2-1b (default; the real shapes, ~2 GB in BF16), tiny, tiny-hd64 (head_dim 64, for CUDA "
+           "tests), tiny-k (text widths of whole 256-blocks, for q4_k_m); Qwen3.5 family (LightOnOCR-3): "
+           "lightonocr-3-0.8b (~1.7 GB in BF16), lightonocr-3-4b (~9 GB) or tiny-qwen35 (4 layers, small widths)",
+           "NAME");
   a.option("seed", "random seed (default 0)", "S");
   a.option("dtype", "weight dtype: bf16 (default), f16 or f32", "TYPE");
   a.option("out", "output directory (created; existing files are replaced)", "DIR");

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/file.h"
+#include "toolkit/synth_qwen35.h"
 #include "toolkit/synth_tokenizer.h"
 
 namespace locr::toolkit {
@@ -39,9 +40,12 @@ inline float approx_normal(uint64_t r) {
   return (static_cast<float>(s) - kMean) * kInvSd;
 }
 
+// Normal tensors: mean + sd * N(0, 1); log-uniform ones (log_uniform): log(lo + (hi - lo) U(0, 1)),
+// lo in `mean`, hi - lo in `sd`.
 struct TensorGen {
   float mean, sd;
   uint64_t key;
+  bool log_uniform = false;
 };
 
 TensorGen tensor_gen(uint64_t seed, const WeightSpec& w) {
@@ -50,12 +54,25 @@ TensorGen tensor_gen(uint64_t seed, const WeightSpec& w) {
     case WeightKind::kLinear: g.sd = 1.0f / std::sqrt(static_cast<float>(w.fan_in)); break;
     case WeightKind::kEmbedding: g.sd = 1.0f / std::sqrt(static_cast<float>(w.shape[1])); break;
     case WeightKind::kNorm: g.mean = 1.0f; g.sd = 0.05f; break;
+    case WeightKind::kNormal: g.mean = w.mean; g.sd = w.sd; break;
+    case WeightKind::kLogUniform:
+      LOCR_CHECK(w.lo > 0 && w.hi >= w.lo, "log-uniform range of ", w.name);
+      g.log_uniform = true, g.mean = w.lo, g.sd = w.hi - w.lo;
+      break;
   }
   return g;
 }
 
+inline uint64_t element_bits(const TensorGen& g, int64_t i) {
+  return mix64(g.key + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull);
+}
+
 inline float gen_value(const TensorGen& g, int64_t i) {
-  return g.mean + g.sd * approx_normal(mix64(g.key + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull));
+  if (g.log_uniform) {  // rare (a few tiny tensors): one branch per element is fine
+    const double u = static_cast<double>(element_bits(g, i) >> 11) * 0x1.0p-53;  // [0, 1)
+    return static_cast<float>(std::log(g.mean + g.sd * u));
+  }
+  return g.mean + g.sd * approx_normal(element_bits(g, i));
 }
 
 void fill(const TensorGen& g, DType dt, int64_t begin, int64_t n, void* dst) {
@@ -79,13 +96,7 @@ void fill(const TensorGen& g, DType dt, int64_t begin, int64_t n, void* dst) {
   }
 }
 
-const char* torch_dtype_name(DType dt) {
-  switch (dt) {
-    case DType::kF32: return "float32";
-    case DType::kF16: return "float16";
-    default: return "bfloat16";
-  }
-}
+const char* torch_dtype_name(DType dt) { return synth_torch_dtype_name(dt); }
 
 void write_text(const std::string& dir, const std::string& name, const std::string& text) {
   io::write_file_atomic(io::join_path(dir, name), text);
@@ -143,7 +154,8 @@ SynthPreset synth_preset(const std::string& name) {
     p.vision_hidden = 32, p.vision_intermediate = 96, p.vision_layers = 2, p.vision_heads = 2;
     return p;
   }
-  fail(ErrorKind::kInvalidArgument, "unknown preset '", name, "' (expected lightonocr-2-1b, tiny, tiny-hd64 or tiny-k)");
+  fail(ErrorKind::kInvalidArgument, "unknown preset '", name,
+       "' (expected lightonocr-2-1b, tiny, tiny-hd64, tiny-k, lightonocr-3-0.8b, lightonocr-3-4b or tiny-qwen35)");
 }
 
 std::vector<WeightSpec> synth_weight_specs(const SynthPreset& p) {
@@ -202,6 +214,14 @@ int64_t synth_param_count(const SynthPreset& p) {
 }
 
 float synth_weight_value(uint64_t seed, const WeightSpec& spec, int64_t i) { return gen_value(tensor_gen(seed, spec), i); }
+
+const char* synth_torch_dtype_name(DType dt) {
+  switch (dt) {
+    case DType::kF32: return "float32";
+    case DType::kF16: return "float16";
+    default: return "bfloat16";
+  }
+}
 
 ojson synth_config_json(const SynthPreset& p, DType dtype) {
   ojson text;
@@ -316,6 +336,7 @@ ojson synth_processor_config_json() {
 const char* lightonocr_chat_template() { return kChatTemplate; }
 
 MakeModelResult make_model(const MakeModelOptions& opts, const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (is_qwen35_preset(opts.preset)) return make_qwen35_model(opts, progress);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   if (opts.dtype != DType::kBF16 && opts.dtype != DType::kF16 && opts.dtype != DType::kF32)
@@ -335,19 +356,31 @@ MakeModelResult make_model(const MakeModelOptions& opts, const std::function<voi
   write_text(opts.out_dir, "tokenizer.json",
              tokenizer_json(make_synthetic_bpe(static_cast<int>(p.n_regular_tokens))));
 
-  // Weights: header, then every tensor streamed in pieces filled by the thread pool while the
-  // previous piece is written.
-  const auto specs = synth_weight_specs(p);
-  const size_t es = dtype_size(opts.dtype);
+  MakeModelResult res;
+  write_synth_safetensors(io::join_path(opts.out_dir, "model.safetensors"), synth_weight_specs(p), opts.seed,
+                          opts.dtype, progress, &res);
+  res.total_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  return res;
+}
+
+void write_synth_safetensors(const std::string& path, const std::vector<WeightSpec>& specs, uint64_t seed,
+                             DType dtype, const std::function<void(uint64_t, uint64_t)>& progress,
+                             MakeModelResult* res) {
+  using clock = std::chrono::steady_clock;
+  if (dtype != DType::kBF16 && dtype != DType::kF16 && dtype != DType::kF32)
+    fail(ErrorKind::kInvalidArgument, "--dtype must be bf16, f16 or f32");
+  // Header, then every tensor streamed in pieces filled by the thread pool while the previous
+  // piece is written.
+  const size_t es = dtype_size(dtype);
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t offset = 0;
-  MakeModelResult res;
+  res->n_params = 0;
   for (const auto& w : specs) {
     int64_t n = 1;
     for (int64_t d : w.shape) n *= d;
-    res.n_params += n;
-    header[w.name] = {{"dtype", dtype_name(opts.dtype)}, {"shape", w.shape}, {"data_offsets", {offset, offset + n * es}}};
+    res->n_params += n;
+    header[w.name] = {{"dtype", dtype_name(dtype)}, {"shape", w.shape}, {"data_offsets", {offset, offset + n * es}}};
     offset += static_cast<uint64_t>(n) * es;
   }
   std::string h = header.dump();
@@ -355,7 +388,6 @@ MakeModelResult make_model(const MakeModelOptions& opts, const std::function<voi
   const uint64_t total = 8 + h.size() + offset;
 
   const auto tw = clock::now();
-  const std::string path = io::join_path(opts.out_dir, "model.safetensors");
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) fail(ErrorKind::kIo, "cannot write ", tmp);
@@ -369,15 +401,16 @@ MakeModelResult make_model(const MakeModelOptions& opts, const std::function<voi
   uint64_t written = 8 + h.size();
   ThreadPool& pool = ThreadPool::global();
   for (const auto& w : specs) {
-    const TensorGen g = tensor_gen(opts.seed, w);
+    const TensorGen g = tensor_gen(seed, w);
     int64_t n = 1;
     for (int64_t d : w.shape) n *= d;
     for (int64_t begin = 0; begin < n && ok; begin += kPiece) {
       const int64_t len = std::min(kPiece, n - begin);
       auto& buf = bufs[cur];
+      // The buffer written two pieces ago: its write finished when `pending` was last taken.
       buf.resize(static_cast<size_t>(len) * es);
-      pool.parallel_for(len, kGrain, [&](int64_t b, int64_t e, int) { fill(g, opts.dtype, begin + b, e - b, buf.data() + b * es); });
-      if (pending.valid()) ok = pending.get();
+      pool.parallel_for(len, kGrain, [&](int64_t b, int64_t e, int) { fill(g, dtype, begin + b, e - b, buf.data() + b * es); });
+      if (pending.valid()) ok = pending.get() && ok;
       pending = std::async(std::launch::async, [f, &buf] { return std::fwrite(buf.data(), 1, buf.size(), f) == buf.size(); });
       written += buf.size();
       cur ^= 1;
@@ -391,11 +424,8 @@ MakeModelResult make_model(const MakeModelOptions& opts, const std::function<voi
     fail(ErrorKind::kIo, "write failed for ", tmp, " (disk full?)");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(ErrorKind::kIo, "cannot rename ", tmp, " to ", path);
-  const auto t1 = clock::now();
-  res.weights_bytes = total;
-  res.weights_seconds = std::chrono::duration<double>(t1 - tw).count();
-  res.total_seconds = std::chrono::duration<double>(t1 - t0).count();
-  return res;
+  res->weights_bytes = total;
+  res->weights_seconds = std::chrono::duration<double>(clock::now() - tw).count();
 }
 
 }  // namespace locr::toolkit

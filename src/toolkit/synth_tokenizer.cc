@@ -30,6 +30,9 @@ bool printable_byte(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 1
 // Qwen2 pre-tokenizer regex (the Split step of every Qwen2-family tokenizer.json).
 const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5's (transformers tokenization_qwen3_5.PRETOKENIZE_REGEX): marks (\p{M}) join letter runs.
+const char* kQwen35Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Common English and chat words, made whole tokens before the systematic merges.
 const char* kWords[] = {
@@ -56,6 +59,20 @@ const std::vector<AddedToken>& qwen_added_tokens() {
   };
   return kTokens;
 }
+
+const std::vector<AddedToken>& qwen35_added_tokens() {
+  static const std::vector<AddedToken> kTokens = [] {
+    std::vector<AddedToken> t = qwen_added_tokens();
+    for (const char* s : {"<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>",
+                          "<tts_text_bos_single>", "<|audio_pad|>"})
+      t.push_back({s, true});
+    return t;
+  }();
+  return kTokens;
+}
+
+const char* qwen2_pretokenize_regex() { return kQwen2Regex; }
+const char* qwen35_pretokenize_regex() { return kQwen35Regex; }
 
 std::vector<std::string> byte_level_alphabet() {
   std::vector<std::string> out(256);
@@ -134,14 +151,15 @@ SynthBpe make_synthetic_bpe(int n_regular) {
   return out;
 }
 
-std::string tokenizer_json(const SynthBpe& bpe) {
+std::string tokenizer_json(const SynthBpe& bpe) { return tokenizer_json(bpe, qwen_added_tokens(), kQwen2Regex); }
+
+std::string tokenizer_json(const SynthBpe& bpe, const std::vector<AddedToken>& toks, const std::string& split_regex) {
   ojson j;
   j["version"] = "1.0";
   j["truncation"] = nullptr;
   j["padding"] = nullptr;
   ojson added = ojson::array();
   const int base = static_cast<int>(bpe.vocab.size());
-  const auto& toks = qwen_added_tokens();
   for (size_t i = 0; i < toks.size(); ++i) {
     ojson t;
     t["id"] = base + static_cast<int>(i);
@@ -155,7 +173,7 @@ std::string tokenizer_json(const SynthBpe& bpe) {
   }
   j["added_tokens"] = added;
   j["normalizer"] = {{"type", "NFC"}};
-  ojson split = {{"type", "Split"}, {"pattern", {{"Regex", kQwen2Regex}}}, {"behavior", "Isolated"}, {"invert", false}};
+  ojson split = {{"type", "Split"}, {"pattern", {{"Regex", split_regex}}}, {"behavior", "Isolated"}, {"invert", false}};
   ojson bl = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", ojson::array({split, bl})}};
   j["post_processor"] = bl;
@@ -211,6 +229,34 @@ ojson tokenizer_config_json(int n_regular) {
   j["image_token"] = "<|image_pad|>";
   j["image_break_token"] = "<|vision_pad|>";
   j["image_end_token"] = "<|vision_end|>";
+  return j;
+}
+
+ojson qwen35_tokenizer_config_json(int n_regular) {
+  ojson j;
+  j["add_prefix_space"] = false;
+  ojson dec = ojson::object();
+  const auto& toks = qwen35_added_tokens();
+  for (size_t i = 0; i < toks.size(); ++i) {
+    ojson t;
+    t["content"] = toks[i].content;
+    t["lstrip"] = false;
+    t["normalized"] = false;
+    t["rstrip"] = false;
+    t["single_word"] = false;
+    t["special"] = toks[i].special;
+    dec[std::to_string(n_regular + static_cast<int>(i))] = t;
+  }
+  j["added_tokens_decoder"] = dec;
+  j["bos_token"] = nullptr;
+  j["clean_up_tokenization_spaces"] = false;
+  j["eos_token"] = "<|im_end|>";
+  j["errors"] = "replace";
+  j["model_max_length"] = 262144;
+  j["pad_token"] = "<|endoftext|>";
+  j["split_special_tokens"] = false;
+  j["tokenizer_class"] = "Qwen2Tokenizer";
+  j["unk_token"] = nullptr;
   return j;
 }
 
