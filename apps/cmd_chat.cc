@@ -20,7 +20,7 @@ void print_delta(const std::string& s) {
 }
 
 int chat_local(const Args& a) {
-  auto m = load_model(a);
+  auto m = load_any_model(a);
   const CliRun run = run_cli_request(a, *m, print_delta);
   print_delta("\n");
   const runtime::GenerateResult& r = run.result;
@@ -50,6 +50,13 @@ int chat_api(const Args& a) {
   if (a.has("repetition-penalty")) body["repetition_penalty"] = a.get_double("repetition-penalty", 0);
   if (a.has("presence-penalty")) body["presence_penalty"] = a.get_double("presence-penalty", 0);
   if (a.has("frequency-penalty")) body["frequency_penalty"] = a.get_double("frequency-penalty", 0);
+  if (a.has("chat-template-kwargs")) {
+    try {
+      body["chat_template_kwargs"] = nlohmann::json::parse(a.get("chat-template-kwargs"));
+    } catch (const nlohmann::json::exception& e) {
+      fail(ErrorKind::kInvalidArgument, "--chat-template-kwargs is not valid JSON: ", e.what());
+    }
+  }
   toolkit::Headers h;
   if (a.has("api-key")) h.emplace_back("Authorization", "Bearer " + a.get("api-key"));
   toolkit::HttpClient cli(u.origin(), a.get_double("timeout", 600));

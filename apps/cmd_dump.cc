@@ -1,7 +1,8 @@
 // `locr dump`: write the tensors transformers' parity fixtures hold — input ids, every hidden
 // state of the prompt, last-position logits, greedy ids, and for images the pixel values, the
-// encoder output and the projector output — to a safetensors file (F32; ids as I64). With
-// --taps, also the named intermediates of the prompt's forward pass (model/taps.h).
+// encoder output and the projector output — to a safetensors file (F32; ids as I64); for a model
+// with multimodal RoPE (Qwen3.5) also the three position rows it used ([3, T], I64). With --taps
+// (LightOnOCR models), also the named intermediates of the prompt's forward pass (model/taps.h).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -62,8 +63,12 @@ int cmd_dump(int argc, char** argv) {
   if (!a.parse(argc, argv)) return 0;
   const bool list = a.get_flag("list-taps") || a.get("taps") == "list";
   if (!list && !a.has("out")) fail(ErrorKind::kInvalidArgument, "--out FILE.safetensors is required");
-  auto m = load_model(a);
-  const std::vector<std::string> known = model::tap_names(m->config(), m->has_vision());
+  auto m = load_any_model(a);
+  const auto* lo = dynamic_cast<const model::LightOnOcr*>(m.get());
+  if (!lo && (list || a.has("taps")))
+    fail(ErrorKind::kUnsupported, "named taps are recorded for LightOnOCR models only, not for ", m->architecture(),
+         " models yet");
+  const std::vector<std::string> known = lo ? model::tap_names(lo->config(), lo->has_vision()) : std::vector<std::string>{};
   if (list) {
     for (const auto& n : known) std::cout << n << "\n";
     return 0;
@@ -72,15 +77,16 @@ int cmd_dump(int argc, char** argv) {
   if (a.has("taps")) taps = model::Taps::select(split_commas(a.get("taps")), known);
   const model::Prompt prompt = build_cli_prompt(runtime::RequestPath(*m, {}), a);
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
-  const int64_t H = m->config().text.hidden_size;
+  const int64_t H = m->hidden_size();
 
   std::vector<std::pair<std::string, Tensor>> out;
   out.push_back({"input_ids", ids_tensor(prompt.ids)});
-  if (!prompt.images.empty()) {
-    const auto& img = prompt.images[0];
-    const std::vector<float> pixels = model::normalized_pixels(img);
-    out.push_back({"pixel_values", copy_f32(pixels.data(), {3, img.height, img.width})});
+  if (!prompt.positions.empty()) {
+    Tensor p = Tensor::empty(DType::kI64, {3, T});
+    std::memcpy(p.raw(), prompt.positions.data(), p.nbytes());
+    out.push_back({"position_ids", p});
   }
+  if (!prompt.images.empty()) out.push_back({"pixel_values", m->pixel_values(prompt.images)});
   // Raw greedy ids up to EOS, whatever generation_config.json says: no penalties, no loop guard.
   runtime::DecodeParams go;
   go.max_tokens = a.get_int("max-tokens", 32);

@@ -16,7 +16,7 @@ int cmd_generate(int argc, char** argv) {
   a.flag("loop-guard", "stop when the output starts to repeat itself verbatim (default on; --no-loop-guard)");
   a.repeated("stop", "stop when this text is generated (not printed), as a request's `stop` to locr serve", "TEXT");
   if (!a.parse(argc, argv)) return 0;
-  auto m = load_model(a);
+  auto m = load_any_model(a);
   // The request `locr serve` would make of it (defaults, penalties, stop strings held back while
   // they may still complete): runtime/request_path.h.
   const CliRun run = run_cli_request(a, *m, [](const std::string& s) {

@@ -8,6 +8,8 @@
 #include "io/file.h"
 #include "io/image.h"
 #include "model/kv_cache_dtype.h"
+#include "model/qwen35/config.h"
+#include "model/qwen35/model.h"
 #include "toolkit/hub.h"
 
 namespace locr::app {
@@ -34,6 +36,8 @@ void add_prompt_options(Args& a) {
   a.option("system", "system message", "TEXT");
   a.repeated("image", "image file (PNG, JPEG, WebP, BMP, GIF, TIFF)", "FILE");
   a.option("max-tokens", "maximum number of generated tokens", "N");
+  a.option("chat-template-kwargs", "extra chat template variables as a JSON object, e.g. '{\"enable_thinking\": false}' "
+                                   "(a request's chat_template_kwargs)", "JSON");
 }
 
 void add_sampling_options(Args& a) {
@@ -47,8 +51,42 @@ void add_sampling_options(Args& a) {
   a.option("frequency-penalty", "OpenAI frequency penalty in [-2, 2] (0 = off)", "F");
 }
 
+namespace {
+
+// config.json of a model directory, or null (a GGUF file, no config, not JSON: the loaders say why).
+nlohmann::json read_config(const std::string& path) {
+  const std::string cfg = io::join_path(path, "config.json");
+  if (is_gguf_path(path) || !io::file_exists(cfg)) return nullptr;
+  try {
+    return nlohmann::json::parse(io::read_file(cfg));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<model::Model> load_any_model(const Args& a) {
+  if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
+  const std::string path = model_path(a.get("model"));
+  if (!model::qwen35::is_qwen35_config(read_config(path))) return load_model(a);
+  ThreadPool::set_global_threads(a.get_int("threads", 0));
+  for (const char* opt : {"quantization", "kv-cache-dtype", "mmproj", "image-align"})
+    if (a.has(opt))
+      fail(ErrorKind::kUnsupported, "--", opt, " is not supported for Qwen3.5 models (LightOnOCR-3-0.8B / -4B) yet");
+  model::LoadOptions lo;
+  const std::string dtype = a.get("dtype", "bf16");
+  if (dtype != "bf16" && dtype != "f32") fail(ErrorKind::kInvalidArgument, "--dtype must be bf16 or f32, got '", dtype, "'");
+  lo.backend = a.get("backend", a.get("device", "cpu") == "cuda" ? "cuda" : dtype == "f32" ? "cpu-f32" : "cpu-bf16");
+  lo.chat_template_file = a.get("chat-template");
+  return model::qwen35::Model::load(path, lo);
+}
+
 std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
+  if (model::qwen35::is_qwen35_config(read_config(model_path(a.get("model")))))
+    fail(ErrorKind::kUnsupported, a.get("model"), " is a Qwen3.5 model (LightOnOCR-3-0.8B / -4B): locr generate and ",
+         "locr dump run it; this command does not yet");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
   const std::string dtype = a.get("dtype", "bf16");
@@ -84,9 +122,19 @@ model::Prompt build_cli_prompt(const runtime::RequestPath& path, const Args& a) 
   const auto prompt = a.maybe("prompt");
   const auto system = a.maybe("system");
   if (!prompt && images.empty()) fail(ErrorKind::kInvalidArgument, "give --prompt TEXT and/or --image FILE");
-  const auto messages = model::LightOnOcr::make_messages(system ? &*system : nullptr, prompt ? &*prompt : nullptr,
-                                                         static_cast<int>(images.size()));
-  return path.prompt(messages, images);
+  const auto messages = model::Model::make_messages(system ? &*system : nullptr, prompt ? &*prompt : nullptr,
+                                                    static_cast<int>(images.size()));
+  nlohmann::json kwargs = nullptr;
+  if (a.has("chat-template-kwargs")) {
+    try {
+      kwargs = nlohmann::json::parse(a.get("chat-template-kwargs"));
+    } catch (const nlohmann::json::exception& e) {
+      fail(ErrorKind::kInvalidArgument, "--chat-template-kwargs is not valid JSON: ", e.what());
+    }
+    if (!kwargs.is_object())
+      fail(ErrorKind::kInvalidArgument, "--chat-template-kwargs must be a JSON object, got ", kwargs.dump());
+  }
+  return path.prompt(path.model().render_chat(messages, kwargs), images);
 }
 
 runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::GenerationConfig& g) {
@@ -114,7 +162,7 @@ runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::
   return d;
 }
 
-runtime::RequestPath cli_request_path(const Args& a, const model::LightOnOcr& m, int64_t max_model_len,
+runtime::RequestPath cli_request_path(const Args& a, const model::Model& m, int64_t max_model_len,
                                       int fallback_max_tokens) {
   runtime::RequestPathOptions o;
   o.max_model_len = max_model_len;
@@ -123,7 +171,7 @@ runtime::RequestPath cli_request_path(const Args& a, const model::LightOnOcr& m,
   return runtime::RequestPath(m, request_defaults_from_args(a, m.generation_config()), std::move(o));
 }
 
-CliRun run_cli_request(const Args& a, const model::LightOnOcr& m,
+CliRun run_cli_request(const Args& a, const model::Model& m,
                        const std::function<void(const std::string&)>& print) {
   // Up to 1024 tokens unless --max-tokens or generation_config.json says otherwise.
   const runtime::RequestPath path = cli_request_path(a, m, 0, 1024);
@@ -153,7 +201,7 @@ void add_forced_output_option(Args& a) {
            "TEXT|@FILE");
 }
 
-std::vector<int32_t> forced_output_ids(const Args& a, const model::LightOnOcr& m) {
+std::vector<int32_t> forced_output_ids(const Args& a, const model::Model& m) {
   if (!a.has("debug-forced-output")) return {};
   std::string text = a.get("debug-forced-output");
   if (!text.empty() && text[0] == '@') {
@@ -165,7 +213,7 @@ std::vector<int32_t> forced_output_ids(const Args& a, const model::LightOnOcr& m
   }
   if (text.empty()) fail(ErrorKind::kInvalidArgument, "--debug-forced-output: the text is empty");
   std::vector<int32_t> ids = m.tokenizer().encode(text);
-  const int64_t vocab = m.config().text.vocab_size;
+  const int64_t vocab = m.vocab_size();
   for (int32_t id : ids)
     if (id < 0 || id >= vocab)
       fail(ErrorKind::kInvalidArgument, "--debug-forced-output: token id ", id, " is outside the model's vocabulary (",

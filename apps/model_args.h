@@ -19,14 +19,20 @@ void add_model_options(Args& a);
 void add_prompt_options(Args& a);
 void add_sampling_options(Args& a);
 
-// profile_ops: time every op (kernels::ProfiledOps, `locr perf --profile-ops`).
+// profile_ops: time every op (kernels::ProfiledOps, `locr perf --profile-ops`). A LightOnOCR model
+// (Pixtral + Qwen3); a Qwen3.5 model (LightOnOCR-3-0.8B / -4B) is refused with a message naming the
+// commands that run it.
 std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops = false);
+// Either architecture, picked from config.json (model_type "qwen3_5": model/qwen35/model.h): what
+// the commands that run through model::Model and runtime::generate load (generate, dump).
+std::unique_ptr<model::Model> load_any_model(const Args& a);
 // A text GGUF model file (`*.gguf`, taken as it is; anything else is a directory or ORG/NAME).
 bool is_gguf_path(const std::string& spec);
 // A model argument as a path: a GGUF file as given, a directory or ORG/NAME resolved
 // (toolkit::resolve_model). `--model` of every in-process command and `locr serve MODEL` use it.
 std::string model_path(const std::string& spec);
-// Builds the prompt from --system/--prompt/--image (images first, then the text).
+// Builds the prompt from --system/--prompt/--image (images first, then the text), rendered with
+// --chat-template-kwargs where the command declares it (add_prompt_options does).
 model::Prompt build_cli_prompt(const runtime::RequestPath& path, const Args& a);
 // The request defaults every front end starts from (runtime::request_defaults of the model's
 // generation_config.json), with the sampling options of add_sampling_options() applied (in the
@@ -35,7 +41,7 @@ runtime::RequestDefaults request_defaults_from_args(const Args& a, const model::
 // The request path of an in-process command: request_defaults_from_args, a context of
 // `max_model_len` tokens (0: the model's), `fallback_max_tokens` when neither --max-tokens nor
 // generation_config.json sets one (0: the rest of the context), --debug-forced-output where declared.
-runtime::RequestPath cli_request_path(const Args& a, const model::LightOnOcr& m, int64_t max_model_len,
+runtime::RequestPath cli_request_path(const Args& a, const model::Model& m, int64_t max_model_len,
                                       int fallback_max_tokens);
 
 // `locr generate` and `locr chat --mode local`: the prompt of --system/--prompt/--image generated
@@ -47,13 +53,13 @@ struct CliRun {
   size_t images = 0;
   runtime::GenerateResult result;
 };
-CliRun run_cli_request(const Args& a, const model::LightOnOcr& m, const std::function<void(const std::string&)>& print);
+CliRun run_cli_request(const Args& a, const model::Model& m, const std::function<void(const std::string&)>& print);
 
 // --debug-forced-output TEXT|@FILE (testing, `locr serve` and `locr ocr --model`): every generation
 // emits this text, tokenized with the model's tokenizer, instead of sampling (RequestInput::forced_ids).
 void add_forced_output_option(Args& a);
 // The forced ids, empty without the option. Throws kInvalidArgument for an empty text, a file that
 // cannot be read, or a text whose ids the model's vocabulary does not hold.
-std::vector<int32_t> forced_output_ids(const Args& a, const model::LightOnOcr& m);
+std::vector<int32_t> forced_output_ids(const Args& a, const model::Model& m);
 
 }  // namespace locr::app
