@@ -1,14 +1,19 @@
 // `locr quantize IN OUT.gguf --type q4_k_m|q8_0|f16|bf16|f32`: a LightOnOCR model directory (or ORG/NAME
 // from the HF cache) written as the two GGUF files llama.cpp's converter writes and llama.cpp loads
 // (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr); see model/gguf_export.h.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/model_args.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "io/gguf.h"
 #include "model/gguf_export.h"
 
 namespace locr::app {
@@ -23,7 +28,9 @@ int cmd_quantize(int argc, char** argv) {
   a.positional("out", "output text GGUF (OUT.gguf)");
   a.option("type",
            "weight type: q4_k_m (llama-quantize's Q4_K_M mix of Q4_K and Q6_K; mmproj Q8_0), q8_0 (2-D weights "
-           "Q8_0, as llama.cpp's), f16, bf16 or f32 (norms stay F32)",
+           "Q8_0, as llama.cpp's), f16, bf16 or f32 (norms stay F32); a weight whose rows are not whole blocks "
+           "of its type falls back to a wider one as in llama.cpp (Q8_0 -> F16, Q4_K -> Q5_0, Q6_K -> Q8_0) "
+           "and is named",
            "TYPE");
   a.option("mmproj-out", "output mmproj GGUF (default: mmproj-<OUT> in OUT's directory)", "FILE");
   a.option("threads", "worker threads (default: physical cores)", "N");
@@ -43,13 +50,28 @@ int cmd_quantize(int argc, char** argv) {
   std::printf("wrote %s: %d tensors, %.1f MB\n", out.c_str(), r.text_tensors, r.text_bytes / 1e6);
   if (r.mmproj_tensors > 0)
     std::printf("wrote %s: %d tensors, %.1f MB\n", mmproj.c_str(), r.mmproj_tensors, r.mmproj_bytes / 1e6);
+  const int total = r.text_tensors + r.mmproj_tensors;
   if (type == model::GgufOutType::kQ4_K_M)
-    std::printf("--type %s: %d of the %d tensors quantized (%d Q4_K, %d Q6_K, %d Q8_0), in %.2f s\n",
-                model::gguf_out_type_name(type), r.quantized, r.text_tensors + r.mmproj_tensors, r.q4_k, r.q6_k,
-                r.quantized - r.q4_k - r.q6_k, s);
+    std::printf("--type %s: %d of the %d tensors quantized (%d Q4_K, %d Q6_K, %d Q8_0, %d Q5_0), in %.2f s\n",
+                model::gguf_out_type_name(type), r.quantized, total, r.q4_k, r.q6_k, r.q8_0, r.q5_0, s);
   else
     std::printf("--type %s: %d of the %d tensors in Q8_0, in %.2f s\n", model::gguf_out_type_name(type), r.quantized,
-                r.text_tensors + r.mmproj_tensors, s);
+                total, s);
+  if (!r.fallbacks.empty()) {
+    // Each type change with its tensors: "Q8_0 -> F16: token_embd.weight, blk.0.attn_q.weight, ...".
+    std::vector<std::pair<std::string, std::string>> groups;
+    for (const model::GgufFallback& f : r.fallbacks) {
+      const std::string key = std::string(io::ggml_type_info(static_cast<uint32_t>(f.chosen))->name) + " -> " +
+                              io::ggml_type_info(static_cast<uint32_t>(f.written))->name;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == key; });
+      if (g == groups.end()) g = groups.insert(groups.end(), {key, ""});
+      g->second += (g->second.empty() ? "" : ", ") + std::string(f.mmproj ? "mmproj " : "") + f.name;
+    }
+    std::string list;
+    for (const auto& [key, names] : groups) list += (list.empty() ? "" : "; ") + key + ": " + names;
+    std::printf("%zu tensor%s fell back to a wider type (rows not whole blocks of the chosen one, as llama.cpp "
+                "does): %s\n", r.fallbacks.size(), r.fallbacks.size() > 1 ? "s" : "", list.c_str());
+  }
   return 0;
 }
 

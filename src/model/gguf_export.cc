@@ -80,6 +80,7 @@ std::string tensor_bytes(const Item& it) {
   const int64_t src_row = dtype_row_bytes(m.dtype, cols);
   const GgmlType t = it.type;
   const int64_t dst_row = t == GgmlType::kQ8_0   ? cols / 32 * 34
+                          : t == GgmlType::kQ5_0 ? cols / 32 * 22
                           : t == GgmlType::kQ4_K ? cols / 256 * 144
                           : t == GgmlType::kQ6_K ? cols / 256 * 210
                                                  : cols * (t == GgmlType::kF32 ? 4 : 2);
@@ -113,7 +114,9 @@ std::string tensor_bytes(const Item& it) {
           break;
         case GgmlType::kQ4_K: kernels::quantize_row_q4_K(row.data(), dst, cols); break;
         case GgmlType::kQ6_K: kernels::quantize_row_q6_K(row.data(), dst, cols); break;
-        default: kernels::quantize_row_q8_0(row.data(), dst, cols); break;
+        case GgmlType::kQ5_0: quantize_row_q5_0(row.data(), dst, cols); break;
+        case GgmlType::kQ8_0: kernels::quantize_row_q8_0(row.data(), dst, cols); break;
+        default: fail(ErrorKind::kInternal, "quantize: no writer for the type of '", it.name, "'");
       }
     }
   });
@@ -221,6 +224,22 @@ bool llama_tensor_order(const Item& a, const Item& b) {
   return la != lb ? la < lb : a.name < b.name;
 }
 
+// Elements per block (ggml_blck_size) of the types locr writes.
+int64_t block_size(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ5_0: return 32;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K: return 256;
+    default: return 1;
+  }
+}
+
+const char* type_name(GgmlType t) {
+  const io::GgmlTypeInfo* i = io::ggml_type_info(static_cast<uint32_t>(t));
+  return i ? i->name : "?";
+}
+
 }  // namespace
 
 GgufOutType parse_gguf_out_type(const std::string& s) {
@@ -250,23 +269,73 @@ const char* gguf_out_type_name(GgufOutType t) {
 }
 
 // llama.cpp's Q4_K_M mix for a qwen3 model without an importance matrix (llama-quant.cpp,
-// llama_tensor_get_type with LLAMA_FTYPE_MOSTLY_Q4_K_M): the head (output.weight, or token_embd
-// when the embeddings are tied) Q6_K, or Q8_0 when its rows are not whole 256-blocks; attn_v and
-// ffn_down of the use_more_bits layers Q6_K (with one layer per tensor, the counters are the layer
-// index); every other 2-D weight Q4_K; then tensor_type_fallback: a Q6_K tensor whose rows are not
-// whole super-blocks becomes Q8_0.
-io::GgmlType q4_k_m_type(const std::string& name, int64_t cols, int n_layers, bool tied) {
+// llama_tensor_get_type_impl with LLAMA_FTYPE_MOSTLY_Q4_K_M): the head (output.weight, or
+// token_embd when the embeddings are tied) Q6_K, or Q8_0 when its rows are not whole 256-blocks;
+// attn_v and ffn_down of the use_more_bits layers Q6_K (with one layer per tensor, the counters are
+// the layer index); every other 2-D weight Q4_K.
+io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, bool tied) {
   auto use_more_bits = [](int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
-  GgmlType t = GgmlType::kQ4_K;
   int layer = -1;
   std::sscanf(name.c_str(), "blk.%d.", &layer);
-  if (name == "output.weight" || (tied && name == "token_embd.weight")) {
-    t = cols % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
-  } else if (name.find("attn_v.weight") != std::string::npos || name.find("ffn_down") != std::string::npos) {
-    if (use_more_bits(layer, n_layers)) t = GgmlType::kQ6_K;
+  if (name == "output.weight" || (tied && name == "token_embd.weight"))
+    return cols % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+  if ((name.find("attn_v.weight") != std::string::npos || name.find("ffn_down") != std::string::npos) &&
+      use_more_bits(layer, n_layers))
+    return GgmlType::kQ6_K;
+  return GgmlType::kQ4_K;
+}
+
+// llama-quant.cpp tensor_type_fallback: when ne[0] % ggml_blck_size(type) != 0, Q4_K -> Q5_0,
+// Q6_K -> Q8_0, a 32-block type (Q8_0) stays; then "must use F16 due to unusual shape" when the
+// rows are not whole blocks of that either.
+io::GgmlType llama_quantize_fallback(io::GgmlType type, int64_t cols) {
+  if (cols % block_size(type) == 0) return type;
+  GgmlType t = type;
+  if (type == GgmlType::kQ4_K) t = GgmlType::kQ5_0;
+  else if (type == GgmlType::kQ6_K) t = GgmlType::kQ8_0;
+  else if (block_size(type) > 32)
+    fail(ErrorKind::kInternal, "no tensor type fallback is defined for type ", type_name(type));
+  return cols % block_size(t) == 0 ? t : GgmlType::kF16;
+}
+
+// convert_hf_to_gguf.py (ModelBase.prepare_tensors): gguf.quants.quantize raises QuantError for a
+// Q8_0 tensor whose last dimension is not whole 32-blocks, and the converter writes it as F16.
+io::GgmlType converter_fallback(io::GgmlType type, int64_t cols) {
+  return type == GgmlType::kQ8_0 && cols % 32 != 0 ? GgmlType::kF16 : type;
+}
+
+io::GgmlType q4_k_m_type(const std::string& name, int64_t cols, int n_layers, bool tied) {
+  return llama_quantize_fallback(q4_k_m_choice(name, cols, n_layers, tied), cols);
+}
+
+// ggml-quants.c quantize_row_q5_0_ref (block_q5_0: ggml_half d, uint8_t qh[4], uint8_t qs[16]).
+void quantize_row_q5_0(const float* x, void* y, int64_t n) {
+  if (n % 32 != 0) fail(ErrorKind::kInternal, "quantize_row_q5_0: ", n, " is not a multiple of 32");
+  auto* out = static_cast<uint8_t*>(y);
+  for (int64_t b = 0; b < n / 32; ++b, x += 32, out += 22) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t dh = f32_to_f16(d);
+    std::memcpy(out, &dh, 2);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = x[j] * id;
+      const float x1 = x[16 + j] * id;
+      const uint8_t xi0 = static_cast<uint8_t>(std::min<int>(31, static_cast<int8_t>(x0 + 16.5f)));
+      const uint8_t xi1 = static_cast<uint8_t>(std::min<int>(31, static_cast<int8_t>(x1 + 16.5f)));
+      out[6 + j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+      qh |= ((xi0 & 0x10u) >> 4) << j;
+      qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+    }
+    std::memcpy(out + 2, &qh, 4);
   }
-  if (t == GgmlType::kQ6_K && cols % 256 != 0) t = GgmlType::kQ8_0;
-  return t;
 }
 
 std::string default_mmproj_path(const std::string& text_path) {
@@ -329,11 +398,6 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     mat(text, p + "attn_v.weight", L.v_proj, wt);
   }
   vec(text, "output_norm.weight", w.text.norm);
-  if (k_mix) {  // llama-quantize's types and order (it reads the converter's f16/bf16 file)
-    for (Item& it : text)
-      if (it.ne.size() == 2) it.type = q4_k_m_type(it.name, it.ne[0], t.num_hidden_layers, !untied);
-    std::stable_sort(text.begin(), text.end(), llama_tensor_order);
-  }
 
   // The mmproj: v.* (vision_encoder) then mm.* (vision_projection), by HF name.
   std::vector<Item> mm;
@@ -372,30 +436,46 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     mat(mm, "mm.patch_merger.weight", w.projector.merging_layer, forced);
   }
 
-  // Q8_0 needs rows of whole 32-element blocks, Q4_K 256-element super-blocks: checked for every
-  // tensor before anything is written.
-  int quantized = 0, res_q4_k = 0, res_q6_k = 0;
-  for (const std::vector<Item>* items : {&text, &mm})
-    for (const Item& it : *items) {
-      if (it.type == GgmlType::kQ4_K && it.ne[0] % 256 != 0)
-        fail(ErrorKind::kInvalidArgument, "--type q4_k_m: tensor '", it.name, "' has rows of ", it.ne[0], " elements, "
-             "not a multiple of Q4_K's 256-element super-block; this model cannot be written as Q4_K_M (llama.cpp's "
-             "llama-quantize would fall back to Q5_0 for it, which locr does not write; use --type q8_0)");
-      if (it.type != GgmlType::kQ8_0 && it.type != GgmlType::kQ4_K && it.type != GgmlType::kQ6_K) continue;
-      if (it.type == GgmlType::kQ8_0 && it.ne[0] % 32 != 0)
-        fail(ErrorKind::kInvalidArgument, "--type ", gguf_out_type_name(type), ": tensor '", it.name, "' has rows of ",
-             it.ne[0], " elements, not a multiple of Q8_0's 32-element block; this model cannot be written as Q8_0 "
-             "(use --type f16 or bf16; llama.cpp's converter would silently keep such a tensor in F16)");
-      ++quantized;
-      if (it.type == GgmlType::kQ4_K) ++res_q4_k;
-      if (it.type == GgmlType::kQ6_K) ++res_q6_k;
+  // Rows that are not whole blocks of the chosen type: llama.cpp's fallbacks (gguf_export.h), the
+  // converter's for what the converter writes (every q8_0 tensor, the q4_k_m mmproj),
+  // llama-quantize's for the q4_k_m text model. Decided for every tensor before anything is written.
+  GgufExportResult res;
+  if (k_mix) std::stable_sort(text.begin(), text.end(), llama_tensor_order);  // llama-quantize's order
+  for (std::vector<Item>* items : {&text, &mm})
+    for (Item& it : *items) {
+      if (it.ne.size() != 2) continue;
+      const bool in_mmproj = items == &mm, by_llama_quantize = k_mix && !in_mmproj;
+      const GgmlType chosen =
+          by_llama_quantize ? q4_k_m_choice(it.name, it.ne[0], t.num_hidden_layers, !untied) : it.type;
+      it.type = by_llama_quantize ? llama_quantize_fallback(chosen, it.ne[0]) : converter_fallback(chosen, it.ne[0]);
+      if (it.type != chosen) res.fallbacks.push_back({in_mmproj, it.name, it.ne[0], chosen, it.type});
+      if (it.ne[0] % block_size(it.type) != 0)
+        fail(ErrorKind::kInternal, "quantize: tensor '", it.name, "' of ", it.ne[0], " columns written as ",
+             type_name(it.type));
+      switch (it.type) {
+        case GgmlType::kQ4_K: ++res.q4_k; break;
+        case GgmlType::kQ5_0: ++res.q5_0; break;
+        case GgmlType::kQ6_K: ++res.q6_k; break;
+        case GgmlType::kQ8_0: ++res.q8_0; break;
+        default: continue;
+      }
+      ++res.quantized;
     }
+  for (const bool in_mmproj : {false, true}) {
+    std::string list;
+    int n = 0;
+    for (const GgufFallback& f : res.fallbacks) {
+      if (f.mmproj != in_mmproj) continue;
+      list += std::string(n++ ? ", " : "") + f.name + " (" + std::to_string(f.cols) + " columns) " +
+              type_name(f.chosen) + " -> " + type_name(f.written);
+    }
+    if (n > 0)
+      LOCR_WARN("quantize: ", in_mmproj ? mmproj_path : text_path, ": ", n, " tensor", n > 1 ? "s" : "", " whose rows "
+                "are not whole blocks of the chosen type written in a wider one, as llama.cpp's ",
+                k_mix && !in_mmproj ? "llama-quantize" : "converter", " does: ", list);
+  }
 
   const std::string name = model_name(dir);
-  GgufExportResult res;
-  res.quantized = quantized;
-  res.q4_k = res_q4_k;
-  res.q6_k = res_q6_k;
   {
     io::GgufWriter g;
     g.add_string("general.architecture", "qwen3");

@@ -96,16 +96,12 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert r.returncode == 1 and "--type is required" in r.stderr
     r = quantize(MODEL, tmp_path / "x.gguf", "--type", "q5_k_m")
     assert r.returncode == 1 and "--type q5_k_m is not supported yet" in r.stderr
-    r = quantize(MODEL, tmp_path / "x.gguf", "--type", "q4_k_m")  # tiny_a's rows of 64: no 256-element super-blocks
-    assert r.returncode == 1 and "not a multiple of Q4_K's 256-element super-block" in r.stderr
     r = quantize(MODEL, tmp_path / "x.gguf", "--type", "int3")
     assert r.returncode == 1 and "use q4_k_m, q8_0, f16, bf16 or f32" in r.stderr
     r = quantize(MODEL, tmp_path / "missing" / "x.gguf", "--type", "q8_0")
     assert r.returncode == 1 and "does not exist" in r.stderr
     r = quantize(MODEL, tmp_path / "x.bin", "--type", "q8_0")
     assert r.returncode == 1 and "must be a .gguf" in r.stderr
-    r = quantize(FIXTURES / "models" / "tiny_d", tmp_path / "d.gguf", "--type", "q8_0")
-    assert r.returncode == 1 and "not a multiple of Q8_0's 32-element block" in r.stderr
     assert list(tmp_path.iterdir()) == []
     r = quantize(MODEL, tmp_path / "y.gguf", "--type", "f16", "--mmproj-out", tmp_path / "vision.gguf")
     assert r.returncode == 0, r.stderr
@@ -188,6 +184,81 @@ def test_q4_k_m_text_file_is_llama_cpps_own_byte_for_byte(k_model):
 def test_serve_runs_the_q4_k_m_files(k_model):
     text, mmproj, _ = k_model["q4_k_m"]
     s = Server("--mmproj", str(mmproj), "--served-model-name", "m", model=text)
+    try:
+        r = s.post("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "Hello"}],
+                                            "max_tokens": 4, **greedy()})
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["completion_tokens"] >= 1
+    finally:
+        assert s.stop() == 0
+
+
+# Rows that are not whole blocks of the chosen type (tiny_d: text hidden 48, ffn 112): llama.cpp's
+# fallbacks, byte for byte, each tensor named.
+
+TINY_D = FIXTURES / "models" / "tiny_d"
+TINY_D_Q8_FALLBACKS = ["token_embd.weight"] + [f"blk.{i}.{w}.weight" for i in (0, 1)
+                                               for w in ("ffn_down", "ffn_gate", "ffn_up", "attn_k", "attn_q", "attn_v")]
+
+
+def sha256_and_size(path):
+    import hashlib
+    data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest(), len(data)
+
+
+def test_q8_0_fallback_is_the_converters_byte_for_byte(tmp_path):
+    """convert_hf_to_gguf.py --outtype q8_0 on tiny_d falls back to F16 for each weight whose rows are
+    not whole 32-element blocks; locr quantize writes the same files (SHA-256 of the converter's,
+    tools/reference/make_gguf_model_fixtures.py) and names those tensors."""
+    want = {}
+    for line in (GGUF.parent / "tiny_d.sha256").read_text().splitlines():
+        h, size, name = line.split()
+        want[name] = (h, int(size))
+    r = quantize(TINY_D, tmp_path / "tiny_d-q8_0.gguf", "--type", "q8_0")
+    assert r.returncode == 0, r.stderr
+    r32 = quantize(TINY_D, tmp_path / "tiny_d-f32.gguf", "--type", "f32")
+    assert r32.returncode == 0, r32.stderr
+    for name in want:
+        assert sha256_and_size(tmp_path / name) == want[name], name
+    # The summary names every tensor that fell back, with the type change; the log says it per file.
+    assert "10 of the 39 tensors in Q8_0" in r.stdout, r.stdout
+    assert "14 tensors fell back to a wider type" in r.stdout, r.stdout
+    summary = next(line for line in r.stdout.splitlines() if "fell back" in line)
+    assert "Q8_0 -> F16: " in summary
+    named = summary.split("Q8_0 -> F16: ", 1)[1].split(", ")
+    assert sorted(named) == sorted(TINY_D_Q8_FALLBACKS + ["mmproj mm.2.weight"])
+    for n in TINY_D_Q8_FALLBACKS:
+        assert n in r.stderr, r.stderr
+    assert "mm.2.weight (48 columns) Q8_0 -> F16" in r.stderr, r.stderr
+    assert "fell back" not in r32.stdout
+    gguf = pytest.importorskip("gguf")
+    types = {x.name: x.tensor_type for x in gguf.GGUFReader(tmp_path / "tiny_d-q8_0.gguf").tensors}
+    assert types["blk.0.attn_output.weight"] == gguf.GGMLQuantizationType.Q8_0
+    assert all(types[n] == gguf.GGMLQuantizationType.F16 for n in TINY_D_Q8_FALLBACKS)
+
+
+def test_q4_k_m_fallback_is_llama_quantizes_byte_for_byte(tmp_path):
+    """llama_model_quantize (Q4_K_M) on tiny_d's f32 file: Q4_K rows of 96 -> Q5_0, rows of 48 / 112
+    -> F16 (the head's Q8_0 and the more-bits Q6_K too); locr's text file has its SHA-256
+    (tools/reference/make_q4_k_m_fixture.py)."""
+    r = quantize(TINY_D, tmp_path / "tiny_d-q4_k_m.gguf", "--type", "q4_k_m")
+    assert r.returncode == 0, r.stderr
+    want_hash, want_size = (GGUF.parent / "tiny_d-q4_k_m.sha256").read_text().split()
+    assert sha256_and_size(tmp_path / "tiny_d-q4_k_m.gguf") == (want_hash, int(want_size))
+    assert "(0 Q4_K, 0 Q6_K, 8 Q8_0, 2 Q5_0)" in r.stdout, r.stdout
+    summary = next(line for line in r.stdout.splitlines() if "fell back" in line)
+    assert summary.startswith("16 tensors fell back"), summary
+    assert "Q4_K -> Q5_0: blk.0.attn_output.weight, blk.1.attn_output.weight" in summary, summary
+    assert "Q6_K -> F16: blk.1.attn_v.weight, blk.1.ffn_down.weight" in summary, summary
+    assert "Q8_0 -> F16: token_embd.weight, mmproj mm.2.weight" in summary, summary
+    assert "as llama.cpp's llama-quantize does" in r.stderr and "as llama.cpp's converter does" in r.stderr, r.stderr
+
+
+def test_serve_runs_the_fallback_files(tmp_path):
+    r = quantize(TINY_D, tmp_path / "d.gguf", "--type", "q8_0")
+    assert r.returncode == 0, r.stderr
+    s = Server("--mmproj", str(tmp_path / "mmproj-d.gguf"), "--served-model-name", "m", model=tmp_path / "d.gguf")
     try:
         r = s.post("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "Hello"}],
                                             "max_tokens": 4, **greedy()})

@@ -12,16 +12,24 @@ as the community converts LightOnOCR: a text GGUF of arch `qwen3` and an `mmproj
   tests/fixtures/gguf/models/mmproj-tiny_a-f16.gguf   vision + projector, --mmproj --outtype f16
   tests/fixtures/gguf/models/tokenizer.json           a symlink to tiny_a's: locr reads a tokenizer.json
                                                       next to the text GGUF when there is one
+  tests/fixtures/gguf/tiny_d.sha256                   "<sha256>  <size>  <file>" of tiny_d's text GGUF
+                                                      --outtype f32 and q8_0 and its mmproj --outtype q8_0
+                                                      (the files are not kept: tests compare locr's
+                                                      whole files with these)
 
 tiny_a is the model with the hub-form config (`architectures: LightOnOCRForConditionalGeneration`,
 the name llama.cpp's LightOnOCR converter is registered for; its text_config says Qwen3ForCausalLM)
 and all widths multiples of 32, so that --outtype q8_0 really quantizes every 2-D weight.
+tiny_d is the opposite: text hidden size 48 and ffn 112 (head_dim 24), so that with --outtype q8_0
+most text weights (and the mmproj's mm.2, 48 x 48) have rows that are not whole 32-element Q8_0
+blocks and the converter falls back to F16 for them (only attn_output, rows of 96, is Q8_0 in the
+text model); `locr quantize --type q8_0` does the same.
 
 llama.cpp's source comes from the PyPI source package of llama-cpp-python (it vendors llama.cpp
 with its converter and gguf-py); the script downloads and unpacks it into a temporary directory
 and never copies any of it into the repository. Nothing here comes from locr's code.
 
-Three patches, all to what the converter reads, not to what it writes:
+Four patches, all to what the converter reads, not to what it writes:
 - The converter refuses a BPE tokenizer whose pre-tokenizer hash it does not know (it hashes the
   ids of a test text); the tiny tokenizer is a Qwen2-style byte-level BPE (same regex, same
   NFC + ByteLevel pipeline) trained on a small corpus, so its hash is unknown: get_vocab_base_pre
@@ -34,12 +42,18 @@ Three patches, all to what the converter reads, not to what it writes:
   model is converted from a temporary copy whose tokenizer_config.json says `Qwen2TokenizerFast`
   (what the hub file says, up to the Fast suffix) without those two keys; tokenizer.json and
   everything else is unchanged.
+- The converter registers LightOnOCR's mmproj under the hub's class name
+  LightOnOCRForConditionalGeneration; tiny_d's config.json (written by transformers 5) says
+  LightOnOcrForConditionalGeneration: the temporary copy says the hub's name (tiny_a already does;
+  the text model goes by text_config.architectures, Qwen3ForCausalLM, either way).
 
 Usage (CPU only, about a minute; needs network access to PyPI):
   python -m venv /tmp/gguf-ref && . /tmp/gguf-ref/bin/activate
   pip install -r tools/reference/requirements-gguf-models.txt
-  python tools/reference/make_gguf_model_fixtures.py [OUTDIR]
+  python tools/reference/make_gguf_model_fixtures.py [OUTDIR]   # default tests/fixtures/gguf/models;
+                                                                # the .sha256 files go to OUTDIR/..
 """
+import hashlib
 import json
 import os
 import shutil
@@ -54,6 +68,9 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["tiny_a"]
 TEXT_TYPES = ["f32", "f16", "bf16", "q8_0"]
 MMPROJ_TYPES = ["f32", "f16"]
+# Converted for a SHA-256 only: (model, [(file, outtype, mmproj)]), in tests/fixtures/gguf/<model>.sha256.
+HASHED = [("tiny_d", [("tiny_d-f32.gguf", "f32", False), ("tiny_d-q8_0.gguf", "q8_0", False),
+                      ("mmproj-tiny_d-q8_0.gguf", "q8_0", True)])]
 
 # Run in a child interpreter for each conversion (the converter keeps global state): puts
 # llama.cpp's gguf-py and conversion package on sys.path, applies the pre-tokenizer patch, runs main().
@@ -99,6 +116,13 @@ def model_copy(src: Path, tmp: Path) -> Path:
     for k in ("backend", "extra_special_tokens"):
         cfg.pop(k, None)
     cfg_path.write_text(json.dumps(cfg, indent=2))
+    # PATCH: the converter knows LightOnOCR by the hub's class name only (transformers 5 writes
+    # LightOnOcrForConditionalGeneration).
+    model_cfg_path = dst / "config.json"
+    model_cfg = json.loads(model_cfg_path.read_text())
+    if model_cfg.get("architectures") == ["LightOnOcrForConditionalGeneration"]:
+        model_cfg["architectures"] = ["LightOnOCRForConditionalGeneration"]
+        model_cfg_path.write_text(json.dumps(model_cfg, indent=2))
     return dst
 
 
@@ -122,6 +146,16 @@ def main():
                 convert(lcpp, model, out_dir / f"{name}-{t}.gguf", t, mmproj=False)
             for t in MMPROJ_TYPES:
                 convert(lcpp, model, out_dir / f"mmproj-{name}-{t}.gguf", t, mmproj=True)
+        for name, files in HASHED:
+            model = model_copy(ROOT / "tests" / "fixtures" / "models" / name, tmp)
+            lines = []
+            for file, t, mmproj in files:
+                convert(lcpp, model, tmp / file, t, mmproj=mmproj)
+                data = (tmp / file).read_bytes()
+                lines.append(f"{hashlib.sha256(data).hexdigest()}  {len(data)}  {file}\n")
+            (out_dir.parent / f"{name}.sha256").write_text("".join(lines))
+            print(out_dir.parent / f"{name}.sha256")
+            print("".join(lines), end="")
     link = out_dir / "tokenizer.json"
     if link.is_symlink() or link.exists():
         link.unlink()

@@ -6,6 +6,11 @@
                                              LLAMA_FTYPE_MOSTLY_Q4_K_M, no importance matrix) run on
                                              the f32 GGUF `locr quantize --type f32` writes for
                                              `locr make-model --preset tiny-k --dtype f32` (seed 0)
+  tests/fixtures/gguf/tiny_d-q4_k_m.sha256   the same for tests/fixtures/models/tiny_d, whose text
+                                             rows (48, 96, 112 elements) are not whole 256-blocks:
+                                             llama-quantize's fallbacks (attn_output Q4_K -> Q5_0,
+                                             everything else F16); its f32 file is the converter's
+                                             (tests/fixtures/gguf/tiny_d.sha256)
 
 (`--type f32` is byte for byte llama.cpp's converter on the fixture models, tests/unit/
 gguf_export_test.cc, so this is llama.cpp's convert + llama-quantize pipeline.) The quantizer is
@@ -45,16 +50,19 @@ def main():
         t = Path(tmp)
         subprocess.run([locr, "make-model", "--preset", "tiny-k", "--dtype", "f32", "--out", str(t / "tiny_k"), "--quiet"],
                        check=True)
-        subprocess.run([locr, "quantize", str(t / "tiny_k"), str(t / "tiny_k-f32.gguf"), "--type", "f32"], check=True)
         (t / "q.c").write_text(DRIVER)
         subprocess.run(["gcc", "-O1", "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), str(t / "q.c"),
                         "-o", str(t / "q"), "-L", str(lib), "-lllama", f"-Wl,-rpath,{lib}"], check=True)
-        subprocess.run([str(t / "q"), str(t / "tiny_k-f32.gguf"), str(t / "tiny_k-q4_k_m.gguf")], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        data = (t / "tiny_k-q4_k_m.gguf").read_bytes()
-    line = f"{hashlib.sha256(data).hexdigest()}  {len(data)}\n"
-    (out / "tiny_k-q4_k_m.sha256").write_text(line)
-    print(out / "tiny_k-q4_k_m.sha256", line.strip())
+        root = Path(__file__).resolve().parents[2]
+        for name, model in (("tiny_k", t / "tiny_k"), ("tiny_d", root / "tests" / "fixtures" / "models" / "tiny_d")):
+            subprocess.run([locr, "quantize", str(model), str(t / f"{name}-f32.gguf"), "--type", "f32"], check=True,
+                           stdout=subprocess.DEVNULL)
+            subprocess.run([str(t / "q"), str(t / f"{name}-f32.gguf"), str(t / f"{name}-q4_k_m.gguf")], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            data = (t / f"{name}-q4_k_m.gguf").read_bytes()
+            line = f"{hashlib.sha256(data).hexdigest()}  {len(data)}\n"
+            (out / f"{name}-q4_k_m.sha256").write_text(line)
+            print(out / f"{name}-q4_k_m.sha256", line.strip())
 
 
 if __name__ == "__main__":
