@@ -4,7 +4,8 @@
 // time does not depend on the random weights' choices). Prints the times, the rates and peak RSS.
 // Results and commands go to docs/benchmarks.md.
 //
-//   bench_qwen35_page --model DIR [--backend cpu] [--longest-edge 2048] [--tokens 64] [--json OUT]
+//   bench_qwen35_page --model DIR [--backend cpu] [--longest-edge 2048] [--tokens 64] [--json OUT] [--profile 1]
+// --profile 1 times every op (kernels::ProfiledOps) and prints the ops of each stage, longest first.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/thread_pool.h"
+#include "kernels/op_profile.h"
 #include "model/qwen35/model.h"
 #include "model/workspace.h"
 #include "toolkit/synth_image.h"
@@ -39,6 +41,7 @@ int64_t peak_rss_bytes() {
 int main(int argc, char** argv) {
   std::string dir, backend = "cpu", json_out;
   int longest = 2048, tokens = 64;
+  bool profile = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--model") dir = v;
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
     else if (k == "--longest-edge") longest = std::stoi(v);
     else if (k == "--tokens") tokens = std::stoi(v);
     else if (k == "--json") json_out = v;
+    else if (k == "--profile") profile = v == "1";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -57,6 +61,7 @@ int main(int argc, char** argv) {
   }
   model::LoadOptions lo;
   lo.backend = backend;
+  lo.profile_ops = profile;
   auto t0 = Clock::now();
   const auto m = model::qwen35::Model::load(dir, lo);
   const double load_s = since(t0);
@@ -72,11 +77,24 @@ int main(int argc, char** argv) {
   const std::vector<float> patches = m->vision_patches(prompt.images);
   const double pre_s = since(t0);
   const int64_t T = static_cast<int64_t>(prompt.ids.size()), H = cfg.text.hidden_size;
+  auto* prof = dynamic_cast<kernels::ProfiledOps*>(&m->ops());
+  nlohmann::ordered_json stages = nlohmann::ordered_json::object();
+  auto stage_done = [&](const char* name) {
+    if (!prof) return;
+    nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+    for (const kernels::OpStat& o : prof->stats())
+      ops.push_back({{"op", o.op}, {"shape", o.shape}, {"calls", o.calls}, {"s", o.seconds},
+                     {"gflop_s", o.flops > 0 ? o.flops / o.seconds / 1e9 : 0.0}});
+    stages[name] = ops;
+    prof->reset();
+  };
+  if (prof) prof->reset();
   const int64_t n_patches = model::qwen35::Model::grids(prompt.images)[0].patches();
 
   t0 = Clock::now();
   Tensor embeds = m->vision().forward(patches.data(), model::qwen35::Model::grids(prompt.images));
   const double vision_s = since(t0);
+  stage_done("vision");
 
   const int block = 16;
   const int64_t cap = T + tokens + 1;
@@ -96,6 +114,7 @@ int main(int argc, char** argv) {
   std::vector<float> logits(cfg.text.vocab_size);
   m->decoder().logits(x.data<float>() + (T - 1) * H, 1, logits.data());
   const double prefill_s = since(t0);
+  stage_done("prefill");
 
   t0 = Clock::now();
   std::vector<float> row(H);
@@ -111,6 +130,7 @@ int main(int argc, char** argv) {
     m->decoder().logits(row.data(), 1, logits.data());
   }
   const double decode_s = since(t0);
+  stage_done("decode");
 
   nlohmann::ordered_json r;
   r["model"] = dir;
@@ -129,6 +149,7 @@ int main(int argc, char** argv) {
   r["decode_tok_s"] = tokens / decode_s;
   r["page_s_at_600_tokens"] = pre_s + vision_s + prefill_s + 600 * decode_s / tokens;
   r["peak_rss_gib"] = peak_rss_bytes() / double(1 << 30);
+  if (prof) r["op_profile"] = stages;
   std::printf("%s\n", r.dump(2).c_str());
   if (!json_out.empty()) std::ofstream(json_out) << r.dump(2) << "\n";
   return 0;

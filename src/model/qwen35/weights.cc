@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "io/file.h"
 #include "model/weight_binder.h"
 
 namespace locr::model::qwen35 {
@@ -140,24 +141,39 @@ Weights load_weights(const io::SafetensorsSet& st, const Config& cfg) {
 }
 
 void prepare_weights(Weights& w, kernels::Ops& ops) {
+  // As model::prepare_weights: once the backend has its own copy of a weight, the checkpoint's
+  // pages of it go back to the kernel (file-backed: they come back on demand if read again), so
+  // resident memory holds one copy. The regrouped q / gate rows live on the heap and are kept.
+  auto release = [](const Matrix& m) {
+    if (m.data) io::release_pages(m.data, static_cast<size_t>(dtype_row_bytes(m.dtype, m.cols) * m.rows));
+  };
+  auto prep = [&](Matrix& m) {
+    ops.prepare(m);
+    if (m.packed) release(m);
+  };
+  auto stack = [&](StackedMatrix& s, size_t first_mapped) {
+    ops.prepare_stack(s);
+    for (size_t i = first_mapped; i < s.parts.size(); ++i)
+      if (s.fused.rows > 0 || s.parts[i].packed) release(s.parts[i]);
+  };
   for (LayerWeights& L : w.text.layers) {
     if (L.full_attention) {
-      ops.prepare_stack(L.attn.qgkv);
-      ops.prepare(L.attn.o_proj);
+      stack(L.attn.qgkv, 2);
+      prep(L.attn.o_proj);
     } else {
-      ops.prepare_stack(L.linear.in_proj);
-      ops.prepare(L.linear.out_proj);
+      stack(L.linear.in_proj, 0);
+      prep(L.linear.out_proj);
     }
-    ops.prepare_stack(L.gate_up);
-    ops.prepare(L.down_proj);
+    stack(L.gate_up, 0);
+    prep(L.down_proj);
   }
-  ops.prepare(w.text.lm_head);
+  prep(w.text.lm_head);
   VisionWeights& v = w.vision;
-  ops.prepare(v.patch_embed.w);
+  prep(v.patch_embed.w);
   for (VisionBlockWeights& B : v.blocks)
-    for (Linear* l : {&B.qkv, &B.proj, &B.fc1, &B.fc2}) ops.prepare(l->w);
-  ops.prepare(v.merger_fc1.w);
-  ops.prepare(v.merger_fc2.w);
+    for (Linear* l : {&B.qkv, &B.proj, &B.fc1, &B.fc2}) prep(l->w);
+  prep(v.merger_fc1.w);
+  prep(v.merger_fc2.w);
 }
 
 }  // namespace locr::model::qwen35
