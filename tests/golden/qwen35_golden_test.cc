@@ -175,7 +175,9 @@ TEST_P(Qwen35Golden, MatchesTransformers) {
     std::vector<float> logits(static_cast<size_t>(T * V));
     m->decoder().logits(x.data<float>(), T, logits.data());
     expect_close("logits", logits.data(), ref->get("logits"), c.backend);
-    if (exact_path) EXPECT_EQ(argmax(logits.data() + (T - 1) * V, V), i64(ref->get("generated_ids"))[0]) << "greedy step 0";
+    if (exact_path) {
+      EXPECT_EQ(argmax(logits.data() + (T - 1) * V, V), i64(ref->get("generated_ids"))[0]) << "greedy step 0";
+    }
   }
 
   // Greedy decode, teacher-forced with transformers' tokens: each step's logits, and its argmax
@@ -203,8 +205,9 @@ TEST_P(Qwen35Golden, MatchesTransformers) {
     // Two logits each off by at most err can only swap if their gap is at most 2 err; the FP32
     // paths must agree at every step (the generator's margins are >= 0.005).
     const double floor = exact_path ? 0.0 : 2.0 * err;
-    if (margin.data<float>()[n] > floor)
+    if (margin.data<float>()[n] > floor) {
       EXPECT_EQ(argmax(last.data(), V), gen[n]) << "greedy step " << n << " (margin " << margin.data<float>()[n] << ")";
+    }
   }
 
   // The prompt token by token through the recurrent state and the KV cache (fresh slot 0):

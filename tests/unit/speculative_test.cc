@@ -151,7 +151,9 @@ TEST_P(SpeculativeEngine, GreedyOutputIsUnchangedByAnyDrafter) {
     const auto& [i, how] = what[k];
     EXPECT_EQ(r.tokens, plain[i].tokens) << "request " << i << " with " << how << " drafts";
     EXPECT_EQ(r.reason, plain[i].reason) << "request " << i << " with " << how << " drafts";
-    if (how == "none") EXPECT_EQ(r.times.drafted_tokens, 0);
+    if (how == "none") {
+      EXPECT_EQ(r.times.drafted_tokens, 0);
+    }
     if (how == "replay" && plain[i].tokens.size() > 2) {
       // Every replayed draft is right: all but the tokens the verified steps emit themselves.
       EXPECT_GT(r.times.accepted_tokens, 0) << i;
