@@ -2,29 +2,13 @@
 
 #include "core/error.h"
 #include "model/config_check.h"
+#include "model/json_fields.h"
 #include "io/file.h"
 
 namespace locr::model {
 
 using nlohmann::json;
 
-namespace {
-
-template <typename T>
-void read_field(const json& obj, const char* key, T* out, const std::string& where) {
-  if (!obj.contains(key) || obj[key].is_null()) return;
-  try {
-    *out = obj[key].get<T>();
-  } catch (const json::exception&) {
-    fail(ErrorKind::kInvalidArgument, where, ": field '", key, "' has the wrong type (", obj[key].dump(), ")");
-  }
-}
-
-void require_positive(int v, const char* key, const std::string& where) {
-  if (v <= 0) fail(ErrorKind::kInvalidArgument, where, ": '", key, "' must be positive, got ", v);
-}
-
-}  // namespace
 
 ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, source, " is not a JSON object");
@@ -115,15 +99,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& source) {
   return c;
 }
 
-ModelConfig ModelConfig::from_file(const std::string& path) {
-  json j;
-  try {
-    j = json::parse(io::read_file(path));
-  } catch (const json::exception& e) {
-    fail(ErrorKind::kInvalidArgument, "invalid JSON in ", path, ": ", e.what());
-  }
-  return from_json(j, path);
-}
+ModelConfig ModelConfig::from_file(const std::string& path) { return from_json(read_json_file(path), path); }
 
 GenerationConfig GenerationConfig::from_json(const json& j) {
   GenerationConfig g;

@@ -57,6 +57,35 @@ std::shared_ptr<ImageEmbeds> finish(const LightOnOcr& m, VisionJob& job, Tensor*
 
 }  // namespace vision
 
+void write_image_rows(const StepSeq& s, float* x, int64_t hidden) {
+  if (!s.images || !s.image_rows) return;
+  const auto* te = dynamic_cast<const TensorEmbeds*>(s.images);
+  LOCR_CHECK(te && te->ops().host_memory(), "image embeddings of another executor");
+  const Tensor& emb = te->tensor();
+  for (int64_t i = 0; i < s.n; ++i)
+    if (s.image_rows[i] >= 0) {
+      LOCR_CHECK(s.image_rows[i] < emb.dim(0), "image row out of range");
+      std::memcpy(x + i * hidden, emb.data<float>() + s.image_rows[i] * hidden, hidden * sizeof(float));
+    }
+}
+
+void want_logits_rows(const StepSeq& s, int k, int64_t row0, std::vector<int64_t>* rows, StepOutput* out) {
+  if (!s.want_logits) return;
+  LOCR_CHECK(s.n_logits >= 1 && s.n_logits <= s.n, "n_logits ", s.n_logits, " of a ", s.n, "-row step");
+  for (int64_t i = s.n - s.n_logits; i < s.n; ++i) {
+    rows->push_back(row0 + i);
+    out->logits_seq.push_back(k);
+  }
+}
+
+Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows) {
+  const int64_t H = x.dim(1), S = static_cast<int64_t>(rows.size());
+  Tensor h = Tensor::empty(DType::kF32, {S, H});
+  for (int64_t i = 0; i < S; ++i)
+    std::memcpy(h.data<float>() + i * H, x.data<float>() + rows[i] * H, H * sizeof(float));
+  return h;
+}
+
 int64_t kv_blocks_for(int64_t bytes, int64_t bytes_per_block, int64_t max_blocks) {
   int64_t n = std::max<int64_t>(1, bytes / std::max<int64_t>(1, bytes_per_block));
   if (max_blocks > 0) n = std::min(n, max_blocks);
@@ -109,24 +138,9 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     const StepSeq& s = seqs[k];
     float* xr = x.data<float>() + row * H;
     model_.decoder().embed(s.ids, s.n, xr);
-    if (s.images && s.image_rows) {
-      const auto* te = dynamic_cast<const TensorEmbeds*>(s.images);
-      LOCR_CHECK(te && te->ops().host_memory(), "image embeddings of another executor");
-      const Tensor& emb = te->tensor();
-      for (int64_t i = 0; i < s.n; ++i)
-        if (s.image_rows[i] >= 0) {
-          LOCR_CHECK(s.image_rows[i] < emb.dim(0), "image row out of range");
-          std::memcpy(xr + i * H, emb.data<float>() + s.image_rows[i] * H, H * sizeof(float));
-        }
-    }
+    write_image_rows(s, xr, H);
     steps.push_back({s.pos0, s.n, s.block_table});
-    if (s.want_logits) {
-      LOCR_CHECK(s.n_logits >= 1 && s.n_logits <= s.n, "n_logits ", s.n_logits, " of a ", s.n, "-row step");
-      for (int64_t i = s.n - s.n_logits; i < s.n; ++i) {
-        sample_rows.push_back(row + i);
-        out->logits_seq.push_back(static_cast<int>(k));
-      }
-    }
+    want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
     row += s.n;
   }
   std::function<void(int, const float*)> on_hidden;
@@ -135,12 +149,9 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
   model_.decoder().forward(x.data<float>(), batch.batch(), kv_, ws_, on_hidden, taps_);
   out->logits = Tensor();
   if (sample_rows.empty()) return;
-  const int64_t S = static_cast<int64_t>(sample_rows.size());
-  Tensor h = Tensor::empty(DType::kF32, {S, H});
-  for (int64_t i = 0; i < S; ++i)
-    std::memcpy(h.data<float>() + i * H, x.data<float>() + sample_rows[i] * H, H * sizeof(float));
-  out->logits = Tensor::empty(DType::kF32, {S, V});
-  model_.decoder().logits(h.data<float>(), S, out->logits.data<float>());
+  const Tensor h = gather_rows(x, sample_rows);
+  out->logits = Tensor::empty(DType::kF32, {h.dim(0), V});
+  model_.decoder().logits(h.data<float>(), h.dim(0), out->logits.data<float>());
 }
 
 }  // namespace locr::model

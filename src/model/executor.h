@@ -200,6 +200,17 @@ class CpuExecutor : public Executor {
   Taps* taps_ = nullptr;
 };
 
+// Host executors' shared step plumbing. Writes the image embedding rows of `s` (its TensorEmbeds in
+// host memory) over the token embeddings of its rows, x = the sequence's first row [s.n, hidden].
+void write_image_rows(const StepSeq& s, float* x, int64_t hidden);
+// Appends the rows of sequence k (its first row at step row `row0`) whose logits it wants to
+// `rows`, and k to out->logits_seq for each.
+void want_logits_rows(const StepSeq& s, int k, int64_t row0, std::vector<int64_t>* rows, StepOutput* out);
+
+// Rows `rows` of x [R, hidden] (host) as a [rows.size(), hidden] tensor: the hidden states whose
+// logits a step returns.
+Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
+
 // KV blocks that `bytes` buys at `bytes_per_block`, at least 1, capped by max_blocks (> 0).
 int64_t kv_blocks_for(int64_t bytes, int64_t bytes_per_block, int64_t max_blocks);
 

@@ -7,6 +7,7 @@
 #include "io/file.h"
 #include "kernels/devices.h"
 #include "kernels/op_profile.h"
+#include "model/json_fields.h"
 #include "model/kv_cache_dtype.h"
 #include "model/quantize_weights.h"
 
@@ -14,24 +15,6 @@ namespace locr::model {
 
 using nlohmann::json;
 
-namespace {
-
-json read_json_file(const std::string& path) {
-  try {
-    return json::parse(io::read_file(path));
-  } catch (const json::exception& e) {
-    fail(ErrorKind::kInvalidArgument, "invalid JSON in ", path, ": ", e.what());
-  }
-}
-
-// tokenizer_config.json tokens may be strings or {"content": ...} objects.
-json token_string(const json& v) {
-  if (v.is_string()) return v;
-  if (v.is_object() && v.contains("content")) return v["content"];
-  return nullptr;
-}
-
-}  // namespace
 
 ProcessorConfig load_processor_config(const std::string& dir, int align) {
   ProcessorConfig pc;
@@ -87,10 +70,9 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   m->tokenizer_ = Tokenizer::from_file(io::join_path(dir, "tokenizer.json"));
   const std::string tc_path = io::join_path(dir, "tokenizer_config.json");
   json tok_cfg = io::file_exists(tc_path) ? read_json_file(tc_path) : json::object();
-  for (const char* k : {"bos_token", "eos_token", "pad_token", "unk_token"})
-    if (tok_cfg.contains(k)) m->template_vars_[k] = token_string(tok_cfg[k]);
-  if (m->gen_config_.eos_token_ids.empty() && tok_cfg.contains("eos_token")) {
-    const json e = token_string(tok_cfg["eos_token"]);
+  m->template_vars_ = template_vars_from(tok_cfg);
+  if (m->gen_config_.eos_token_ids.empty() && m->template_vars_.contains("eos_token")) {
+    const json& e = m->template_vars_["eos_token"];
     if (e.is_string()) {
       const int32_t id = m->tokenizer_->token_to_id(e.get<std::string>());
       if (id >= 0) m->gen_config_.eos_token_ids.push_back(id);
@@ -140,16 +122,8 @@ void LightOnOcr::check_has_vision() const {
 
 RenderedChat LightOnOcr::render_chat(const json& messages, const json& template_kwargs,
                                      bool add_generation_prompt) const {
-  RenderedChat r;
-  json ctx = template_vars_;
-  if (template_kwargs.is_object())
-    for (auto it = template_kwargs.begin(); it != template_kwargs.end(); ++it) ctx[it.key()] = it.value();
-  ctx["messages"] = messages;
-  ctx["add_generation_prompt"] = add_generation_prompt;
-  r.text = template_->render(ctx);
-  r.ids = tokenizer_->encode(r.text);
-  for (int32_t id : r.ids) r.n_images += id == config_.image_token_id;
-  return r;
+  return render_and_tokenize(*template_, *tokenizer_, template_vars_, messages, template_kwargs, add_generation_prompt,
+                             config_.image_token_id);
 }
 
 int LightOnOcr::image_tokens(int height, int width) const {

@@ -85,4 +85,14 @@ class Model {
   static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);
 };
 
+// What both families' render_chat() do: `messages` rendered by `tmpl` with `vars` (the model's
+// template variables) and `template_kwargs` over them, then tokenised, the image placeholders
+// (image_token_id) counted.
+RenderedChat render_and_tokenize(const ChatTemplate& tmpl, const Tokenizer& tok, const nlohmann::json& vars,
+                                 const nlohmann::json& messages, const nlohmann::json& template_kwargs,
+                                 bool add_generation_prompt, int image_token_id);
+// The template variables of tokenizer_config.json: bos_token, eos_token, pad_token, unk_token (a
+// token may be a string or a {"content": ...} object).
+nlohmann::json template_vars_from(const nlohmann::json& tokenizer_config);
+
 }  // namespace locr::model

@@ -4,27 +4,13 @@
 #include <utility>
 
 #include "core/error.h"
-#include "io/file.h"
+#include "model/json_fields.h"
 
 namespace locr::model::qwen35 {
 
 using nlohmann::json;
 
 namespace {
-
-template <typename T>
-void read_field(const json& obj, const char* key, T* out, const std::string& where) {
-  if (!obj.contains(key) || obj[key].is_null()) return;
-  try {
-    *out = obj[key].get<T>();
-  } catch (const json::exception&) {
-    fail(ErrorKind::kInvalidArgument, where, ": field '", key, "' has the wrong type (", obj[key].dump(), ")");
-  }
-}
-
-void require_positive(int v, const char* key, const std::string& where) {
-  if (v <= 0) fail(ErrorKind::kInvalidArgument, where, ": '", key, "' must be positive, got ", v);
-}
 
 // A key whose value would change the math but that this implementation does not support.
 template <typename T>
@@ -193,14 +179,6 @@ Config Config::from_json(const json& j, const std::string& source) {
   return c;
 }
 
-Config Config::from_file(const std::string& path) {
-  json j;
-  try {
-    j = json::parse(io::read_file(path));
-  } catch (const json::exception& e) {
-    fail(ErrorKind::kInvalidArgument, "invalid JSON in ", path, ": ", e.what());
-  }
-  return from_json(j, path);
-}
+Config Config::from_file(const std::string& path) { return from_json(read_json_file(path), path); }
 
 }  // namespace locr::model::qwen35

@@ -80,16 +80,7 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
                states_.n_slots());
     float* xr = x.data<float>() + row * H;
     model_.decoder().embed(s.ids, s.n, xr);
-    if (s.images && s.image_rows) {
-      const auto* te = dynamic_cast<const TensorEmbeds*>(s.images);
-      LOCR_CHECK(te && te->ops().host_memory(), "image embeddings of another executor");
-      const Tensor& emb = te->tensor();
-      for (int64_t i = 0; i < s.n; ++i)
-        if (s.image_rows[i] >= 0) {
-          LOCR_CHECK(s.image_rows[i] < emb.dim(0), "image row out of range");
-          std::memcpy(xr + i * H, emb.data<float>() + s.image_rows[i] * H, H * sizeof(float));
-        }
-    }
+    write_image_rows(s, xr, H);
     // The rows' three RoPE positions.
     std::vector<int64_t>& p3 = positions[k];
     p3.resize(3 * s.n);
@@ -106,13 +97,7 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     q.state_slot = s.state_slot;
     q.fresh = s.pos0 == 0;
     steps.push_back(q);
-    if (s.want_logits) {
-      LOCR_CHECK(s.n_logits >= 1 && s.n_logits <= s.n, "n_logits ", s.n_logits, " of a ", s.n, "-row step");
-      for (int64_t i = s.n - s.n_logits; i < s.n; ++i) {
-        sample_rows.push_back(row + i);
-        out->logits_seq.push_back(static_cast<int>(k));
-      }
-    }
+    want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
     row += s.n;
   }
   std::function<void(int, const float*)> on_hidden;
@@ -120,12 +105,9 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
   model_.decoder().forward(x.data<float>(), steps, kv_, states_, ws_, on_hidden);
   out->logits = Tensor();
   if (sample_rows.empty()) return;
-  const int64_t S = static_cast<int64_t>(sample_rows.size());
-  Tensor h = Tensor::empty(DType::kF32, {S, H});
-  for (int64_t i = 0; i < S; ++i)
-    std::memcpy(h.data<float>() + i * H, x.data<float>() + sample_rows[i] * H, H * sizeof(float));
-  out->logits = Tensor::empty(DType::kF32, {S, V});
-  model_.decoder().logits(h.data<float>(), S, out->logits.data<float>());
+  const Tensor h = gather_rows(x, sample_rows);
+  out->logits = Tensor::empty(DType::kF32, {h.dim(0), V});
+  model_.decoder().logits(h.data<float>(), h.dim(0), out->logits.data<float>());
 }
 
 }  // namespace locr::model::qwen35

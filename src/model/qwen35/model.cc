@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "io/file.h"
+#include "model/json_fields.h"
 
 namespace locr::model::qwen35 {
 
@@ -17,25 +18,14 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
          m->proc_.merge_size, ", temporal ", m->proc_.temporal_patch_size, " differ from config.json's vision_config");
   if (opts.backend == "cuda")
     fail(ErrorKind::kUnsupported, "the Qwen3.5 family runs on the ref and cpu backends so far, not on cuda");
-  const auto read_json = [](const std::string& path) {
-    try {
-      return nlohmann::json::parse(io::read_file(path));
-    } catch (const nlohmann::json::exception& e) {
-      fail(ErrorKind::kInvalidArgument, "invalid JSON in ", path, ": ", e.what());
-    }
-  };
   const std::string gen_path = io::join_path(dir, "generation_config.json");
-  if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json(gen_path));
+  if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json_file(gen_path));
   // transformers ignores tokenizer.json's pre-tokenizer for Qwen3.5 and builds its own (model/tokenizer.h).
   m->tokenizer_ = Tokenizer::from_file(io::join_path(dir, "tokenizer.json"),
                                        TokenizerOptions::for_model_type(m->config_.model_type));
   const std::string tc_path = io::join_path(dir, "tokenizer_config.json");
-  const nlohmann::json tok_cfg = io::file_exists(tc_path) ? read_json(tc_path) : nlohmann::json::object();
-  for (const char* k : {"bos_token", "eos_token", "pad_token", "unk_token"}) {
-    if (!tok_cfg.contains(k)) continue;
-    const nlohmann::json& v = tok_cfg[k];
-    m->template_vars_[k] = v.is_object() && v.contains("content") ? v["content"] : v;
-  }
+  const nlohmann::json tok_cfg = io::file_exists(tc_path) ? read_json_file(tc_path) : nlohmann::json::object();
+  m->template_vars_ = template_vars_from(tok_cfg);
   m->template_ = ChatTemplate::parse(opts.chat_template_file.empty() ? load_chat_template_source(dir)
                                                                      : io::read_file(opts.chat_template_file));
   m->variant_ = detect_variant(dir, nullptr);
@@ -51,16 +41,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
 
 RenderedChat Model::render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs,
                                 bool add_generation_prompt) const {
-  RenderedChat r;
-  nlohmann::json ctx = template_vars_;
-  if (template_kwargs.is_object())
-    for (auto it = template_kwargs.begin(); it != template_kwargs.end(); ++it) ctx[it.key()] = it.value();
-  ctx["messages"] = messages;
-  ctx["add_generation_prompt"] = add_generation_prompt;
-  r.text = template_->render(ctx);
-  r.ids = tokenizer_->encode(r.text);
-  for (int32_t id : r.ids) r.n_images += id == config_.image_token_id;
-  return r;
+  return render_and_tokenize(*template_, *tokenizer_, template_vars_, messages, template_kwargs, add_generation_prompt,
+                             config_.image_token_id);
 }
 
 std::vector<Grid> Model::grids(const std::vector<ProcessedImage>& images) {
