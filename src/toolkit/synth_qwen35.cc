@@ -401,15 +401,24 @@ ojson qwen35_generation_config_json(const Qwen35Preset& p) {
   return g;
 }
 
-ojson qwen35_preprocessor_config_json() {
-  ojson j;
-  j["size"] = {{"longest_edge", 16777216}, {"shortest_edge", 65536}};
+namespace {
+
+// What the image and the video processor configs share (after their `size`), in their key order.
+void add_patch_fields(ojson& j) {
   j["patch_size"] = 16;
   j["temporal_patch_size"] = 2;
   j["merge_size"] = 2;
   j["image_mean"] = {0.5, 0.5, 0.5};
   j["image_std"] = {0.5, 0.5, 0.5};
   j["processor_class"] = "Qwen3VLProcessor";
+}
+
+}  // namespace
+
+ojson qwen35_preprocessor_config_json() {
+  ojson j;
+  j["size"] = {{"longest_edge", 16777216}, {"shortest_edge", 65536}};
+  add_patch_fields(j);
   j["image_processor_type"] = "Qwen2VLImageProcessorFast";
   return j;
 }
@@ -417,12 +426,7 @@ ojson qwen35_preprocessor_config_json() {
 ojson qwen35_video_preprocessor_config_json() {
   ojson j;
   j["size"] = {{"longest_edge", 25165824}, {"shortest_edge", 4096}};
-  j["patch_size"] = 16;
-  j["temporal_patch_size"] = 2;
-  j["merge_size"] = 2;
-  j["image_mean"] = {0.5, 0.5, 0.5};
-  j["image_std"] = {0.5, 0.5, 0.5};
-  j["processor_class"] = "Qwen3VLProcessor";
+  add_patch_fields(j);
   j["video_processor_type"] = "Qwen3VLVideoProcessor";
   return j;
 }

@@ -195,12 +195,11 @@ std::string tokenizer_json(const SynthBpe& bpe, const std::vector<AddedToken>& t
   return s.replace(at, 9, m) + "\n";
 }
 
-ojson tokenizer_config_json(int n_regular) {
-  ojson j;
-  j["add_bos_token"] = false;
-  j["add_prefix_space"] = false;
+namespace {
+
+// tokenizer_config.json's added_tokens_decoder: each added token at n_regular + its index.
+ojson added_tokens_decoder_json(const std::vector<AddedToken>& toks, int n_regular) {
   ojson dec = ojson::object();
-  const auto& toks = qwen_added_tokens();
   for (size_t i = 0; i < toks.size(); ++i) {
     ojson t;
     t["content"] = toks[i].content;
@@ -211,7 +210,17 @@ ojson tokenizer_config_json(int n_regular) {
     t["special"] = toks[i].special;
     dec[std::to_string(n_regular + static_cast<int>(i))] = t;
   }
-  j["added_tokens_decoder"] = dec;
+  return dec;
+}
+
+}  // namespace
+
+ojson tokenizer_config_json(int n_regular) {
+  ojson j;
+  j["add_bos_token"] = false;
+  j["add_prefix_space"] = false;
+  const auto& toks = qwen_added_tokens();
+  j["added_tokens_decoder"] = added_tokens_decoder_json(toks, n_regular);
   ojson extra = ojson::array();
   for (size_t i = 1; i < 14; ++i) extra.push_back(toks[i].content);  // <|im_start|> .. <|video_pad|>
   j["additional_special_tokens"] = extra;
@@ -235,19 +244,7 @@ ojson tokenizer_config_json(int n_regular) {
 ojson qwen35_tokenizer_config_json(int n_regular) {
   ojson j;
   j["add_prefix_space"] = false;
-  ojson dec = ojson::object();
-  const auto& toks = qwen35_added_tokens();
-  for (size_t i = 0; i < toks.size(); ++i) {
-    ojson t;
-    t["content"] = toks[i].content;
-    t["lstrip"] = false;
-    t["normalized"] = false;
-    t["rstrip"] = false;
-    t["single_word"] = false;
-    t["special"] = toks[i].special;
-    dec[std::to_string(n_regular + static_cast<int>(i))] = t;
-  }
-  j["added_tokens_decoder"] = dec;
+  j["added_tokens_decoder"] = added_tokens_decoder_json(qwen35_added_tokens(), n_regular);
   j["bos_token"] = nullptr;
   j["clean_up_tokenization_spaces"] = false;
   j["eos_token"] = "<|im_end|>";
