@@ -74,10 +74,10 @@ double confidence_threshold(const Args& a) { return a.get_double("confidence-thr
 class LocalBackend : public Backend {
  public:
   LocalBackend(const Args& a) : threshold_(confidence_threshold(a)) {
-    model_ = load_model(a);
+    model_ = load_any_model(a);  // either architecture (config.json)
     dir_ = model_path(a.get("model"));
     runtime::EngineOptions eo;
-    const int model_max = model_->config().text.max_position_embeddings;
+    const int model_max = model_->max_position_embeddings();
     eo.max_model_len = a.get_int("max-model-len", model_max);
     if (eo.max_model_len < 2 || eo.max_model_len > model_max)
       fail(ErrorKind::kInvalidArgument, "--max-model-len must be in [2, ", model_max, "]");
@@ -88,7 +88,7 @@ class LocalBackend : public Backend {
     if (model_->backend() == "cuda") {
       eo.kv_cache_bytes = kv;  // -1: 0.9 of the GPU's memory, sized by the CUDA executor
     } else {
-      const server::MemoryPlan plan = server::plan_memory(model_->config(), eo, dir_, 0.9, kv, model_->decoder().kv_dtype());
+      const server::MemoryPlan plan = server::plan_memory(*model_, eo, dir_, 0.9, kv);
       eo.kv_cache_bytes = plan.kv_bytes;
       LOCR_INFO("ocr: ", plan.explain());
     }
@@ -107,7 +107,7 @@ class LocalBackend : public Backend {
   ~LocalBackend() override { engine_->shutdown(false); }
 
   PageOut run(const io::Image& page, const std::string& draft_text) override {
-    model::Prompt prompt = path_->prompt(runtime::RequestPath::ocr_messages(grounding_), {page});
+    model::Prompt prompt = path_->prompt(path_->ocr_chat(grounding_), {page});
     const int64_t len = static_cast<int64_t>(prompt.ids.size());
     runtime::RequestInput in;
     in.request_id = "ocr-" + std::to_string(next_id_.fetch_add(1));
@@ -157,7 +157,7 @@ class LocalBackend : public Backend {
   std::string describe() const override { return "model:" + dir_; }
 
  private:
-  std::unique_ptr<model::LightOnOcr> model_;
+  std::unique_ptr<model::Model> model_;
   std::unique_ptr<runtime::Engine> engine_;
   std::unique_ptr<runtime::RequestPath> path_;
   int max_tokens_ = 0;
@@ -221,6 +221,7 @@ class RemoteBackend : public Backend {
     json content = json::array({{{"type", "image_url"}, {"image_url", {{"url", toolkit::png_data_url(toolkit::encode_png(img))}}}}});
     if (grounding_) content.push_back({{"type", "text"}, {"text", kGroundingPrompt}});
     body["messages"] = json::array({{{"role", "user"}, {"content", std::move(content)}}});
+    body["chat_template_kwargs"] = runtime::RequestPath::ocr_template_kwargs();
     // The page's text layer, for a locr server to draft from (speculative decoding); vLLM takes
     // string values in vllm_xargs and ignores this one.
     if (text_drafts_ && !draft_text.empty()) body["vllm_xargs"] = {{"draft_text", draft_text}};

@@ -26,6 +26,8 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops = 
 // Either architecture, picked from config.json (model_type "qwen3_5": model/qwen35/model.h): what
 // the commands that run through model::Model and runtime::generate load (generate, dump).
 std::unique_ptr<model::Model> load_any_model(const Args& a);
+// True when `path` (a model directory) holds a Qwen3.5 model (config.json model_type "qwen3_5").
+bool is_qwen35_model(const std::string& path);
 // A text GGUF model file (`*.gguf`, taken as it is; anything else is a directory or ORG/NAME).
 bool is_gguf_path(const std::string& spec);
 // A model argument as a path: a GGUF file as given, a directory or ORG/NAME resolved

@@ -21,6 +21,8 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/devices.h"
 #include "model/kv_cache_dtype.h"
+#include "model/lighton_ocr.h"
+#include "model/qwen35/model.h"
 #include "runtime/executor_factory.h"
 #include "server/auth.h"
 #include "server/http_server.h"
@@ -247,6 +249,10 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
     std::string why;
     on_cuda = kernels::cuda_usable(&why);
     const std::string mdir = a.get("model", a.get("MODEL"));
+    if (on_cuda && is_qwen35_model(mdir)) {
+      on_cuda = false;
+      why = "the Qwen3.5 family has no CUDA executor yet";
+    }
     if (on_cuda && std::filesystem::is_regular_file(std::filesystem::path(mdir) / "config.json") &&
         !runtime::cuda_supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))
       on_cuda = false;
@@ -467,8 +473,23 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
   lo.kv_cache_dtype = kv_cache_dtype;
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
   lo.mmproj = a.get("mmproj");
-  auto model = model::LightOnOcr::load(dir, lo);
+  std::unique_ptr<model::Model> model;
+  if (!gguf && is_qwen35_model(dir)) {
+    // LightOnOCR-3-0.8B / -4B (model/qwen35/): what that family does not have yet is refused.
+    if (!quantization.empty() || !kv_cache_dtype.empty() || !lo.mmproj.empty() || a.has("image-align") ||
+        lo.backend == "cuda")
+      fail(ErrorKind::kUnsupported, "--quantization, --kv-cache-dtype, --mmproj, --image-align and the cuda backend ",
+           "are not supported for Qwen3.5 models (LightOnOCR-3-0.8B / -4B) yet");
+    model = model::qwen35::Model::load(dir, lo);
+  } else {
+    model = model::LightOnOcr::load(dir, lo);
+  }
   so.debug_forced_ids = forced_output_ids(a, *model);
+  if (so.speculative.enabled() && model->state_bytes_per_sequence() > 0) {
+    LOCR_WARN("serve: --speculative-config has no effect on this model (", model->architecture(),
+              "): its recurrent state cannot take back rejected drafts; requests decode one token per step");
+    so.speculative = {};
+  }
   if (lo.chat_template_file != a.get("chat-template")) std::filesystem::remove(lo.chat_template_file);  // inline text
 
   runtime::EngineOptions eo;
@@ -476,7 +497,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
   eo.max_num_batched_tokens = a.has("max-num-batched-tokens")
                                   ? parse_count(a.get("max-num-batched-tokens"), "max-num-batched-tokens")
                                   : eo.max_num_batched_tokens;
-  const int model_max = model->config().text.max_position_embeddings;
+  const int model_max = model->max_position_embeddings();
   eo.max_model_len = a.has("max-model-len") ? parse_count(a.get("max-model-len"), "max-model-len") : model_max;
   if (eo.max_model_len > model_max)
     fail(ErrorKind::kInvalidArgument, "--max-model-len ", eo.max_model_len, " is more than the model's ", model_max,
@@ -506,8 +527,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
       fail(ErrorKind::kInvalidArgument, "--gpu-memory-utilization must be in (0, 1], got ", eo.gpu_memory_utilization);
   } else {
     const server::MemoryPlan plan =
-        server::plan_memory(model->config(), eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory,
-                            model->decoder().kv_dtype());
+        server::plan_memory(*model, eo, dir, a.get_double("gpu-memory-utilization", 0.9), kv_memory);
     eo.kv_cache_bytes = plan.kv_bytes;
     LOCR_INFO("serve: ", plan.explain());
   }

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "apps/args.h"
-#include "model/lighton_ocr.h"
+#include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/speculative.h"
 #include "server/server_context.h"
@@ -21,7 +21,7 @@ void declare_serve_options(Args& a);
 runtime::SpeculativeConfig speculative_flag(const Args& a);
 
 struct Serving {
-  std::unique_ptr<model::LightOnOcr> model;
+  std::unique_ptr<model::Model> model;  // model::LightOnOcr or model::qwen35::Model (config.json)
   std::unique_ptr<runtime::Engine> engine;
   std::unique_ptr<server::ServerContext> ctx;
   ~Serving();  // aborts what is still in flight, then frees context, engine and model in that order

@@ -118,7 +118,7 @@ std::string Session::next_request_id(const char* prefix) {
 json Session::info() const {
   if (!s_) fail(ErrorKind::kInvalidArgument, "the engine has been shut down");
   const server::ServerContext& ctx = *s_->ctx;
-  const model::LightOnOcr& m = *s_->model;
+  const model::Model& m = *s_->model;
   const runtime::RequestDefaults& d = ctx.request_path().defaults();
   const runtime::EngineOptions& eo = s_->engine->options();
   return {{"model_path", ctx.opts().model_path},
@@ -130,9 +130,9 @@ json Session::info() const {
           {"max_num_batched_tokens", eo.max_num_batched_tokens},
           {"enable_prefix_caching", eo.enable_prefix_caching},
           {"kv_blocks", s_->engine->kv_blocks_total()},
-          {"vocab_size", m.config().text.vocab_size},
-          {"image_token_id", m.config().image_token_id},
-          {"image_token", m.tokenizer().decode({m.config().image_token_id}, false)},
+          {"vocab_size", m.vocab_size()},
+          {"image_token_id", m.image_token_id()},
+          {"image_token", m.tokenizer().decode({m.image_token_id()}, false)},
           {"eos_token_ids", d.eos_ids},
           {"variant", m.variant().describe()},
           {"defaults",
@@ -169,7 +169,7 @@ std::shared_ptr<Job> Session::completion(const std::string& text, std::vector<st
   const server::GenParams p = server::parse_gen_params(body, server::Api::kCompletions, ctx);
   const model::Tokenizer& tok = s_->model->tokenizer();
   std::vector<server::CompletionPrompt> parsed =
-      server::parse_completion_prompts(body, s_->model->config().text.vocab_size);
+      server::parse_completion_prompts(body, s_->model->vocab_size());
   server::check_choice_count(ctx.opts().max_choices, parsed.size(), p.n);
   std::vector<server::PreparedPrompt> prompts;
   std::vector<std::string> texts;
@@ -184,8 +184,8 @@ std::shared_ptr<Job> Session::completion(const std::string& text, std::vector<st
     model::RenderedChat chat;
     chat.ids = cp.is_tokens ? cp.ids : tok.encode(cp.text);
     chat.text = cp.is_tokens ? tok.decode(cp.ids, false) : cp.text;
-    for (int32_t id : chat.ids) chat.n_images += id == s_->model->config().image_token_id;
-    const std::string image_token = tok.decode({s_->model->config().image_token_id}, false);
+    for (int32_t id : chat.ids) chat.n_images += id == s_->model->image_token_id();
+    const std::string image_token = tok.decode({s_->model->image_token_id()}, false);
     if (chat.n_images != image_urls.size())
       server::bad_request(str("the prompt has ", chat.n_images, " image placeholder(s) ('", image_token, "') but ",
                               image_urls.size(), " image(s) were given"), "prompt");

@@ -9,6 +9,7 @@
 #include "kernels/op_profile.h"
 #include "model/json_fields.h"
 #include "model/kv_cache_dtype.h"
+#include "model/memory_sizing.h"
 #include "model/quantize_weights.h"
 
 namespace locr::model {
@@ -126,6 +127,10 @@ RenderedChat LightOnOcr::render_chat(const json& messages, const json& template_
                              config_.image_token_id);
 }
 
+int64_t LightOnOcr::activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const {
+  return activation_estimate(config_, max_num_batched_tokens, max_num_seqs);
+}
+
 int LightOnOcr::image_tokens(int height, int width) const {
   check_has_vision();
   return image_token_count(height, width, proc_config_, config_.spatial_merge_size);
@@ -154,7 +159,7 @@ Prompt LightOnOcr::build_prompt(RenderedChat chat, const std::vector<io::Image>&
       p.ids.push_back(id);
       continue;
     }
-    p.images.push_back(preprocess(images[next++], proc_config_));
+    p.images.push_back(preprocess(images[next++]));
     // One contiguous run of (H'/28)*(W'/28) image tokens; no row-break or end tokens.
     const int n = p.images.back().n_image_tokens(config_.spatial_merge_size);
     p.ids.insert(p.ids.end(), n, image_id);

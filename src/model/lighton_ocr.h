@@ -80,8 +80,22 @@ class LightOnOcr : public Model {
   Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const override;
   // Prompt tokens one image of (height, width) pixels expands to.
   int image_tokens(int height, int width) const override;
+  using Model::image_tokens;
   // The first image's normalised pixels [3, H', W'] (transformers' pixel_values of one image).
   Tensor pixel_values(const std::vector<ProcessedImage>& images) const override;
+  std::array<int, 2> image_size(int height, int width) const override {
+    return target_size(height, width, proc_config_);
+  }
+  ProcessedImage preprocess(const io::Image& image) const override { return model::preprocess(image, proc_config_); }
+  io::Image shrink_for_model(io::Image image) const override {
+    return model::shrink_for_model(std::move(image), proc_config_);
+  }
+  int spatial_merge_size() const override { return config_.spatial_merge_size; }
+  DType kv_dtype() const override { return decoder_->kv_dtype(); }
+  int64_t kv_bytes_per_block(int block_size) const override {
+    return KvPool::bytes_per_block(config_.text, block_size, kv_dtype());
+  }
+  int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const override;
 
   ImageEncoding encode_images(const std::vector<ProcessedImage>& images) const;
   // The encoder's input for `images`: patches [sum n_patches, 3*p*p] and their grids.

@@ -4,12 +4,14 @@
 // for its compute (runtime/executor_factory.h makes it).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/dtype.h"
 #include "core/tensor.h"
 #include "io/image.h"
 #include "model/chat_template.h"
@@ -80,6 +82,37 @@ class Model {
   // What transformers' processor gives as pixel_values for `images` (for dumps): LightOnOCR [3, H,
   // W] of the first image, Qwen3.5 the patch rows of all images [patches, C * T * p * p].
   virtual Tensor pixel_values(const std::vector<ProcessedImage>& images) const = 0;
+
+  // --- Images, one at a time, as build_prompt() treats them ---
+  // (height, width) in pixels that an image of (height, width) is resized to.
+  virtual std::array<int, 2> image_size(int height, int width) const = 0;
+  virtual ProcessedImage preprocess(const io::Image& image) const = 0;
+  // The first steps of preprocess() done early, so that only the model-sized copy of an image is
+  // kept (front ends call it right after decoding): preprocess(shrink_for_model(x)) equals
+  // preprocess(x) bit for bit.
+  virtual io::Image shrink_for_model(io::Image image) const = 0;
+  // Prompt tokens a preprocessed image takes (its patch grid merged spatial_merge_size x itself).
+  virtual int spatial_merge_size() const = 0;
+  int image_tokens(const ProcessedImage& img) const { return img.n_image_tokens(spatial_merge_size()); }
+
+  // --- The decoder's positions, cache and memory ---
+  // Multimodal RoPE (model::Prompt::positions / rope_delta) of a prompt of `ids` (image tokens
+  // expanded) with its preprocessed `images`; nothing for models whose position is the token index.
+  virtual void rope_positions(const std::vector<int32_t>& ids, const std::vector<ProcessedImage>& images,
+                              std::vector<int64_t>* positions, int64_t* rope_delta) const {
+    positions->clear();
+    *rope_delta = 0;
+  }
+  // The KV cache's element type (--kv-cache-dtype) and the bytes of one block of `block_size` tokens
+  // over every layer that keeps keys and values.
+  virtual DType kv_dtype() const = 0;
+  virtual int64_t kv_bytes_per_block(int block_size) const = 0;
+  // Bytes of one sequence's recurrent state (conv + DeltaNet state of every linear-attention layer;
+  // held for each of max_num_seqs sequences beside the KV cache); 0 for attention-only models.
+  virtual int64_t state_bytes_per_sequence() const { return 0; }
+  // Peak activation bytes of one engine step of max_num_batched_tokens rows and max_num_seqs
+  // logits rows with the largest page's encoding beside it (model/memory_sizing.h).
+  virtual int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const = 0;
 
   // Convenience for the CLI: optional system text, images first then the prompt text.
   static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);

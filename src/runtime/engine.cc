@@ -23,6 +23,9 @@ struct Engine::Seq {
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   size_t n_prompt = 0;
   std::vector<int32_t> table;   // KV block table
+  int32_t slot = -1;            // recurrent-state slot (hybrid models), while running
+  std::vector<int64_t> positions;  // multimodal RoPE rows [3, n_prompt] (models with them)
+  int64_t rope_delta = 0;
   int64_t n_computed = 0;       // tokens whose KV is in the cache
   std::vector<BlockHash> block_hashes;  // content keys of the prompt's full blocks
   bool hashed = false;                 // block_hashes computed (once: image digests are not cheap)
@@ -70,17 +73,25 @@ model::ExecutorOptions executor_options(const EngineOptions& o) {
 
 }  // namespace
 
-Engine::Engine(const model::LightOnOcr& model, const EngineOptions& opts)
+Engine::Engine(const model::Model& model, const EngineOptions& opts)
     : model_(model),
       opts_(opts),
       exec_(make_executor(model, executor_options(opts))),
-      blocks_(exec_->kv_blocks(), opts.block_size, opts.enable_prefix_caching),
+      // A recurrent state cannot be restored from cached blocks: no prefix caching for hybrid models.
+      blocks_(exec_->kv_blocks(), opts.block_size, opts.enable_prefix_caching && exec_->state_slots() == 0),
       metrics_(opts.max_model_len) {
+  if (exec_->state_slots() > 0) {
+    if (opts_.enable_prefix_caching)
+      LOCR_INFO("engine: prefix caching is off: this model (", model.architecture(),
+                ") keeps a recurrent state per sequence that cached KV blocks cannot restore");
+    opts_.enable_prefix_caching = false;
+    for (int32_t i = static_cast<int32_t>(exec_->state_slots()); i-- > 0;) free_slots_.push_back(i);
+  }
   if (opts_.vision_budget <= 0) opts_.vision_budget = 4LL * opts_.max_num_batched_tokens;
   // vLLM's CacheConfig fields that mean something here, valued as Python's str() writes them.
   metrics_.cache_config = {
       {"block_size", std::to_string(opts_.block_size)},
-      {"cache_dtype", model.decoder().kv_dtype() == DType::kF8E4M3 ? "fp8_e4m3" : "auto"},
+      {"cache_dtype", model.kv_dtype() == DType::kF8E4M3 ? "fp8_e4m3" : "auto"},
       {"enable_prefix_caching", opts_.enable_prefix_caching ? "True" : "False"},
       {"engine", "0"},
       {"gpu_memory_utilization", prom_number(opts_.gpu_memory_utilization)},
@@ -125,16 +136,20 @@ std::shared_ptr<RequestStream> Engine::submit(RequestInput in) {
       std::min<int64_t>(in.decode.max_tokens, opts_.max_model_len - static_cast<int64_t>(s->n_prompt));
   s->selector = std::make_unique<TokenSelector>(in.decode, max_new);
   s->device_seed = in.decode.sampling.has_seed ? in.decode.sampling.seed : std::random_device{}();
-  // Requests speculate when asked and the executor can verify (several logits rows); greedy ones
-  // keep the drafts the model would choose, sampled ones draw with the speculative rule.
-  if (in.spec.enabled() && in.decode.forced_ids.empty() && exec_->supports_multi_row_logits()) {
+  // Requests speculate when asked and the executor can verify (several logits rows) and rewind (no
+  // recurrent state); greedy ones keep the drafts the model would choose, sampled ones draw with the
+  // speculative rule. Otherwise they decode plainly: the same tokens.
+  if (in.spec.enabled() && in.decode.forced_ids.empty() && exec_->supports_multi_row_logits() &&
+      exec_->state_slots() == 0) {
     std::vector<int32_t> text;
     for (int32_t id : in.prompt_ids)
-      if (id != model_.config().image_token_id) text.push_back(id);
+      if (id != model_.image_token_id()) text.push_back(id);
     s->drafter = make_drafter(in.spec, std::move(text), std::move(in.draft_corpus));
   }
   s->t_submit = Clock::now();
   s->in = std::move(in);
+  // Multimodal RoPE rows, on the caller's thread (a bad prompt throws here, to the caller).
+  model_.rope_positions(s->in.prompt_ids, s->in.images, &s->positions, &s->rope_delta);
   // Content keys on the caller's thread: an image digest (SHA-256 of its pixels, some 30 ms for a
   // 1540 px page) must not stall the engine thread. block_size and prefix_caching never change.
   if (blocks_.prefix_caching()) hash_blocks(*s);
@@ -224,6 +239,7 @@ void Engine::finish(Seq& s, Finish f) {
   s.finished = true;
   blocks_.release(s.table);
   s.table.clear();
+  release_slot(s);
   // Before the final event: a caller that reads the free-block gauge right after it must see these blocks back.
   free_blocks_ = blocks_.n_free();
   metrics_.kv_usage = blocks_.usage();
@@ -253,6 +269,20 @@ void Engine::finish(Seq& s, Finish f) {
   s.stream->push(std::move(e));
 }
 
+bool Engine::take_slot(Seq& s) {
+  if (exec_->state_slots() == 0 || s.slot >= 0) return true;
+  if (free_slots_.empty()) return false;
+  s.slot = free_slots_.back();
+  free_slots_.pop_back();
+  return true;
+}
+
+void Engine::release_slot(Seq& s) {
+  if (s.slot < 0) return;
+  free_slots_.push_back(s.slot);
+  s.slot = -1;
+}
+
 bool Engine::ensure_blocks(Seq& s, int64_t n_tokens) {
   const int64_t need = blocks_.blocks_for(n_tokens);
   while (static_cast<int64_t>(s.table.size()) < need) {
@@ -267,6 +297,7 @@ void Engine::preempt(Seq& s) {
   // Recompute later: drop the KV, keep the tokens (prompt + generated so far) and image embeddings.
   blocks_.release(s.table);
   s.table.clear();
+  release_slot(s);  // the state is recomputed from token 0, in whatever slot is free then
   s.n_computed = 0;
   s.n_published = 0;
   s.verify.clear();
@@ -280,9 +311,9 @@ void Engine::hash_blocks(Seq& s) const {
   std::vector<int64_t> n_tokens;
   for (const auto& im : s.in.images) {
     digests.push_back(image_digest(im));
-    n_tokens.push_back(im.n_image_tokens(model_.config().spatial_merge_size));
+    n_tokens.push_back(model_.image_tokens(im));
   }
-  s.block_hashes = prompt_block_hashes(s.in.prompt_ids, blocks_.block_size(), model_.config().image_token_id, digests,
+  s.block_hashes = prompt_block_hashes(s.in.prompt_ids, blocks_.block_size(), model_.image_token_id(), digests,
                                        n_tokens);
 }
 
@@ -334,7 +365,7 @@ void Engine::vision_finished(Seq& s, std::shared_ptr<model::ImageEmbeds> embeds)
   s.image_index.assign(s.n_prompt, -1);
   int64_t next = 0;
   for (size_t t = 0; t < s.n_prompt; ++t)
-    if (s.tokens[t] == model_.config().image_token_id) s.image_index[t] = next++;
+    if (s.tokens[t] == model_.image_token_id()) s.image_index[t] = next++;
   LOCR_CHECK(next == s.image_embeds->rows(), "image tokens ", next, " != features ", s.image_embeds->rows());
   metrics_.vision_seconds.observe(s.times.vision_s);
 }
@@ -375,7 +406,7 @@ void Engine::submit_vision() {
 }
 
 void Engine::sample_and_emit(Seq& s, float* logits) {
-  std::optional<Selection> sel = s.selector->select(logits, model_.config().text.vocab_size, s.tokens);
+  std::optional<Selection> sel = s.selector->select(logits, model_.vocab_size(), s.tokens);
   if (!sel) {  // a forced output ended without an EOS id
     finish(s, {});
     return;
@@ -394,7 +425,7 @@ void Engine::sample_and_emit(Seq& s, float* logits) {
 // such steps); sampled: drawn by the speculative rule (TokenSelector::select with the draft), the
 // same distribution. The blocks holding only rejected drafts go back to the pool.
 void Engine::verify_and_emit(Seq& s, float* logits) {
-  const int64_t V = model_.config().text.vocab_size;
+  const int64_t V = model_.vocab_size();
   const int d = static_cast<int>(s.verify.size()) - 1;
   s.times.drafted_tokens += d;
   metrics_.spec_drafts.fetch_add(1);
@@ -545,7 +576,7 @@ bool Engine::step() {
       break;
     }
     // Admission control by free blocks: the first chunk must fit.
-    if (!ensure_blocks(s, s.n_computed + std::max<int64_t>(n, 1))) {
+    if (!ensure_blocks(s, s.n_computed + std::max<int64_t>(n, 1)) || !take_slot(s)) {
       blocks_.release(s.table);
       s.table.clear();
       s.n_computed = 0;
@@ -566,7 +597,7 @@ bool Engine::step() {
       if (!s.in.images.empty()) {
         metrics_.images.fetch_add(s.in.images.size());
         int64_t it = 0;
-        for (size_t t = 0; t < s.n_prompt; ++t) it += s.tokens[t] == model_.config().image_token_id;
+        for (size_t t = 0; t < s.n_prompt; ++t) it += s.tokens[t] == model_.image_token_id();
         s.times.image_tokens = it;
         metrics_.image_tokens.observe(static_cast<double>(it));
       }
@@ -624,6 +655,15 @@ bool Engine::step() {
     st.pos0 = s.n_computed;
     st.block_table = s.table.data();
     st.table_len = static_cast<int64_t>(s.table.size());
+    if (exec_->state_slots() > 0) {
+      LOCR_CHECK(s.slot >= 0, "a running sequence of a hybrid model holds no state slot");
+      st.state_slot = s.slot;
+    }
+    if (!s.positions.empty()) {
+      st.mrope = s.positions.data();
+      st.mrope_len = static_cast<int64_t>(s.n_prompt);
+      st.rope_delta = s.rope_delta;
+    }
     if (!s.image_index.empty() && s.n_computed < static_cast<int64_t>(s.image_index.size())) {
       // Rows past the prompt (generated tokens, recomputed after preemption) take no image row.
       auto& rows = image_rows[k];
@@ -680,7 +720,7 @@ bool Engine::step() {
     sc.s->n_computed += sc.s->verify.empty() ? sc.n : 1;  // a verification's draft rows count once accepted
     publish_blocks(*sc.s);
   }
-  const int64_t V = model_.config().text.vocab_size;
+  const int64_t V = model_.vocab_size();
   std::vector<float*> host_logits(sched.size(), nullptr);
   for (size_t i = out.logits_seq.size(); i-- > 0;) host_logits[out.logits_seq[i]] = out.logits.data<float>() + i * V;
   for (size_t k = 0; k < sched.size(); ++k) {

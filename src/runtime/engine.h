@@ -9,6 +9,11 @@
 //     (max_num_batched_tokens) and a sequence cap (max_num_seqs),
 // over a paged KV cache with admission by free blocks, preemption by recompute when blocks run
 // out, and prefix caching of full blocks by content hash.
+// Hybrid models (Qwen3.5: Gated DeltaNet layers beside attention) also keep a recurrent state per
+// sequence: each running sequence holds one of the executor's state slots from admission to its
+// end or preemption (a preempted sequence recomputes its state from token 0). Such a state cannot
+// be rewound or shared, so these models run without prefix caching and without speculative
+// decoding (both refused with a notice).
 // Frontends (HTTP threads, CLI) call submit() from any thread and read events from the returned
 // stream; cancelling a stream frees its blocks at the next step.
 //
@@ -26,7 +31,7 @@
 #include <vector>
 
 #include "model/executor.h"
-#include "model/lighton_ocr.h"
+#include "model/model.h"
 #include "runtime/block_manager.h"
 #include "runtime/metrics.h"
 #include "runtime/request.h"
@@ -55,7 +60,7 @@ struct EngineOptions {
 
 class Engine {
  public:
-  Engine(const model::LightOnOcr& model, const EngineOptions& opts);
+  Engine(const model::Model& model, const EngineOptions& opts);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -82,6 +87,9 @@ class Engine {
   // with finish_reason "error".
   void fail_step(const std::string& what);
   bool ensure_blocks(Seq& s, int64_t n_tokens);
+  // Hybrid models: a state slot for s (false when none is free), and back to the pool.
+  bool take_slot(Seq& s);
+  void release_slot(Seq& s);
   void preempt(Seq& s);
   void hash_blocks(Seq& s) const;  // content keys of the prompt's full blocks (prefix cache)
   void admit_prefix(Seq& s);
@@ -97,10 +105,11 @@ class Engine {
   void emit(Seq& s, int32_t tok, TokenEvent e);
   bool device_sampling(const Seq& s) const;
 
-  const model::LightOnOcr& model_;
+  const model::Model& model_;
   EngineOptions opts_;
   std::unique_ptr<model::Executor> exec_;  // owns the KV pool; before blocks_ (sizes it)
   BlockManager blocks_;
+  std::vector<int32_t> free_slots_;  // recurrent-state slots not held by a running sequence
   EngineMetrics metrics_;
   std::atomic<int64_t> free_blocks_{0};
 

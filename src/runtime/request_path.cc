@@ -16,6 +16,12 @@ nlohmann::json RequestPath::ocr_messages(bool grounding) {
   return model::Model::make_messages(nullptr, grounding ? &kGrounding : nullptr, 1);
 }
 
+nlohmann::json RequestPath::ocr_template_kwargs() { return {{"enable_thinking", false}}; }
+
+model::RenderedChat RequestPath::ocr_chat(bool grounding) const {
+  return m_.render_chat(ocr_messages(grounding), ocr_template_kwargs());
+}
+
 model::Prompt RequestPath::prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const {
   return m_.build_prompt(messages, images);
 }

@@ -47,6 +47,12 @@ class RequestPath {
   // The recommended OCR request: the page image alone; in grounding mode (LightOnOCR-3) the image
   // then the text `grounding`.
   static nlohmann::json ocr_messages(bool grounding);
+  // The chat template variables of that request, as LightOn's own clients send them:
+  // {"enable_thinking": false} (Qwen3.5 templates such as the 4B's think unless told not to; templates
+  // without the variable ignore it).
+  static nlohmann::json ocr_template_kwargs();
+  // ocr_messages rendered and tokenised with ocr_template_kwargs, placeholders not yet expanded.
+  model::RenderedChat ocr_chat(bool grounding) const;
   // Messages and their images -> the prompt: template, tokens, each image preprocessed and its
   // placeholder expanded.
   model::Prompt prompt(const nlohmann::json& messages, const std::vector<io::Image>& images) const;

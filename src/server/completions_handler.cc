@@ -15,7 +15,7 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   const std::string model_name = check_model(body, ctx);
   const GenParams p = parse_gen_params(body, Api::kCompletions, ctx);
   const model::Tokenizer& tok = ctx.model().tokenizer();
-  std::vector<CompletionPrompt> parsed = parse_completion_prompts(body, ctx.model().config().text.vocab_size);
+  std::vector<CompletionPrompt> parsed = parse_completion_prompts(body, ctx.model().vocab_size());
   check_choice_count(ctx.opts().max_choices, parsed.size(), p.n);  // before tokenising anything
   std::vector<PreparedPrompt> prompts;
   for (auto& cp : parsed) {

@@ -232,7 +232,7 @@ std::vector<io::Image> decode_images(std::vector<ImageSource> sources, ServerCon
                                       DecodeBudget::estimate(sources[i].size.width, sources[i].size.height));
       io::Image full = io::decode_image(sources[i].bytes, dopts);
       std::string().swap(sources[i].bytes);
-      images.push_back(model::shrink_for_model(std::move(full), ctx.model().processor_config()));
+      images.push_back(ctx.model().shrink_for_model(std::move(full)));
     } catch (const locr::Error& e) {
       throw ApiError(400, str("image ", i + 1, ": ", e.what()), "messages");
     }

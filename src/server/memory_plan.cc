@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "model/memory_sizing.h"
-#include "model/text_decoder.h"
 
 namespace locr::server {
 
@@ -56,24 +55,22 @@ int64_t weight_bytes(const std::string& model_dir) {
   return total;
 }
 
-int64_t activation_estimate(const model::ModelConfig& cfg, const runtime::EngineOptions& opts) {
-  return model::activation_estimate(cfg, opts.max_num_batched_tokens, opts.max_num_seqs);
-}
-
-MemoryPlan plan_memory(const model::ModelConfig& cfg, const runtime::EngineOptions& opts, const std::string& model_dir,
-                       double utilization, int64_t kv_cache_memory, DType kv_dtype) {
+MemoryPlan plan_memory(const model::Model& m, const runtime::EngineOptions& opts, const std::string& model_dir,
+                       double utilization, int64_t kv_cache_memory) {
   MemoryPlan p;
   p.weight_bytes = weight_bytes(model_dir);
-  p.activation_bytes = activation_estimate(cfg, opts);
+  p.activation_bytes = m.activation_bytes(opts.max_num_batched_tokens, opts.max_num_seqs);
+  p.state_bytes = m.state_bytes_per_sequence() * opts.max_num_seqs;
   if (kv_cache_memory >= 0) {
     p.kv_bytes = kv_cache_memory;
   } else {
     if (!(utilization > 0 && utilization <= 1))  // before reading /proc/meminfo
       fail(ErrorKind::kInvalidArgument, "--gpu-memory-utilization must be in (0, 1], got ", utilization);
     p.mem_total = mem_total_bytes();
-    p.kv_bytes = model::kv_bytes_for_utilization(utilization, p.mem_total, p.weight_bytes, p.activation_bytes, "RAM");
+    p.kv_bytes = model::kv_bytes_for_utilization(utilization, p.mem_total, p.weight_bytes + p.state_bytes,
+                                                 p.activation_bytes, "RAM");
   }
-  const int64_t per_block = model::KvPool::bytes_per_block(cfg.text, opts.block_size, kv_dtype);
+  const int64_t per_block = m.kv_bytes_per_block(opts.block_size);
   const int64_t blocks_needed = model::kv_blocks_cap(opts.max_num_seqs, opts.max_model_len, opts.block_size);
   if (p.kv_bytes > blocks_needed * per_block) {
     p.kv_bytes = blocks_needed * per_block;
@@ -91,7 +88,9 @@ std::string MemoryPlan::explain() const {
   os << "KV cache " << (kv_bytes >> 20) << " MiB";
   if (mem_total > 0)
     os << " (from " << (mem_total >> 20) << " MiB RAM x utilization - " << (weight_bytes >> 20) << " MiB weights - "
-       << (activation_bytes >> 20) << " MiB activation estimate)";
+       << (activation_bytes >> 20) << " MiB activation estimate"
+       << (state_bytes > 0 ? " - " + std::to_string(state_bytes >> 20) + " MiB recurrent state" : std::string()) << ")";
+  if (mem_total == 0 && state_bytes > 0) os << " beside " << (state_bytes >> 20) << " MiB recurrent state";
   if (capped) os << ", capped at 2 x max_num_seqs x max_model_len tokens";
   return os.str();
 }

@@ -217,10 +217,10 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
                 "pages");
 
   // Every page's prompt from its size alone: lengths are checked before anything is rendered.
-  const model::LightOnOcr& m = ctx.model();
+  const model::Model& m = ctx.model();
   const runtime::RequestPath& path = ctx.request_path();
   // The recommended request (as `locr ocr`): the page image alone, or in grounding mode the image then `grounding`.
-  const model::RenderedChat chat = m.render_chat(runtime::RequestPath::ocr_messages(job->opts.grounding));
+  const model::RenderedChat chat = path.ocr_chat(job->opts.grounding);
   const int in_flight = std::max(1, ctx.opts().ocr_pages_in_flight);
   auto shared_doc = std::make_shared<io::Document>(std::move(doc));
   std::vector<PreparedPrompt> prompts(selected.size());
@@ -238,7 +238,7 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
     }
     prompts[i].ids = path.prompt_ids(chat, {size});
     check_prompt_length(path.max_model_len(), static_cast<int64_t>(prompts[i].ids.size()), p.max_tokens);
-    const auto model_size = model::target_size(size.height, size.width, m.processor_config());
+    const auto model_size = m.image_size(size.height, size.width);
     const int64_t page_bytes = int64_t{model_size[0]} * model_size[1] * 3;
     largest_page = std::max(largest_page, page_bytes);
     held_bytes += static_cast<int64_t>(prompts[i].ids.size()) * 4 + kPageOverheadBytes;
@@ -258,16 +258,16 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
         io::Image small;
         {
           const DecodeBudget::Lease lease(ctx.decode_budget(), DecodeBudget::estimate(size.width, size.height));
-          small = model::shrink_for_model(shared_doc->render_page(index), ctx.model().processor_config());
+          small = ctx.model().shrink_for_model(shared_doc->render_page(index));
         }
-        img = model::preprocess(small, ctx.model().processor_config());
+        img = ctx.model().preprocess(small);
         if (job->opts.page_image)
           job->pages[i].image = "data:image/jpeg;base64," + base64_encode(io::encode_jpeg(small, kPageImageQuality));
         if (job->mistral.include_image_base64) job->pages[i].kept = small;
       } catch (const locr::Error& e) {
         throw locr::Error(e.kind(), str("cannot render page ", page_number, ": ", e.what()));
       }
-      if (img.n_image_tokens(ctx.model().config().spatial_merge_size) != n_tokens)
+      if (ctx.model().image_tokens(img) != n_tokens)
         fail(ErrorKind::kInvalidArgument, "page ", page_number, " rendered to ", img.width, "x", img.height,
              " pixels, not the size its header gives; the file is damaged");
       job->pages[i].render_s = seconds_since(t0);

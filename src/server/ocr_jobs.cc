@@ -303,7 +303,7 @@ void OcrJobs::run(const std::shared_ptr<Job>& job) {
       try {  // a page finished in an earlier run: rendered again for its figures' crops
         const io::ImageSize size = prep.doc->page_size(ps.page - 1);
         const DecodeBudget::Lease lease(ctx_.decode_budget(), DecodeBudget::estimate(size.width, size.height));
-        ps.kept = model::shrink_for_model(prep.doc->render_page(ps.page - 1), ctx_.model().processor_config());
+        ps.kept = ctx_.model().shrink_for_model(prep.doc->render_page(ps.page - 1));
       } catch (const std::exception& e) {
         LOCR_WARN("jobs: ", rec.id, ": cannot render page ", ps.page, " again for its figures: ", e.what());
       }

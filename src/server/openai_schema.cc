@@ -106,7 +106,7 @@ std::optional<std::string> opt_string(const json& body, const char* key) {
 }
 
 GenParams parse_gen_params(const json& body, Api api, const ServerContext& ctx) {
-  const int32_t vocab = ctx.model().config().text.vocab_size;
+  const int32_t vocab = ctx.model().vocab_size();
   GenParams p;
   {  // the defaults `locr generate` and `locr ocr` start from too (runtime/request_path.h)
     const runtime::RequestDefaults& d = ctx.request_path().defaults();

@@ -10,7 +10,7 @@ namespace locr::server {
 
 namespace {
 
-runtime::RequestPath server_request_path(const model::LightOnOcr& model, const runtime::Engine& engine,
+runtime::RequestPath server_request_path(const model::Model& model, const runtime::Engine& engine,
                                          const ServerOptions& o) {
   // --generation-config vllm: vLLM's defaults (sampling on, temperature 1, no max_new_tokens),
   // which are also what a request starts from without any.
@@ -27,7 +27,7 @@ runtime::RequestPath server_request_path(const model::LightOnOcr& model, const r
 
 }  // namespace
 
-ServerContext::ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts)
+ServerContext::ServerContext(const model::Model& model, runtime::Engine& engine, ServerOptions opts)
     : model_(model),
       engine_(engine),
       opts_(std::move(opts)),

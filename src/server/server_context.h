@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/lighton_ocr.h"
+#include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/request_path.h"
 #include "server/cors.h"
@@ -91,9 +91,9 @@ class OcrJobs;
 
 class ServerContext {
  public:
-  ServerContext(const model::LightOnOcr& model, runtime::Engine& engine, ServerOptions opts);
+  ServerContext(const model::Model& model, runtime::Engine& engine, ServerOptions opts);
 
-  const model::LightOnOcr& model() const { return model_; }
+  const model::Model& model() const { return model_; }
   // How requests are built and their output processed, as `locr ocr` and `locr generate` do
   // (runtime/request_path.h): from the generation defaults (generation_config.json or vLLM's, with
   // --override-generation-config merged; server/generation_defaults.h), the engine's
@@ -128,7 +128,7 @@ class ServerContext {
   OcrJobs* ocr_jobs = nullptr;
 
  private:
-  const model::LightOnOcr& model_;
+  const model::Model& model_;
   runtime::Engine& engine_;
   ServerOptions opts_;
   runtime::RequestPath request_path_;

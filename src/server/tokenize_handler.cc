@@ -36,7 +36,7 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
   check_model(body, ctx);
   auto it = body.find("tokens");
   if (it == body.end() || !it->is_array()) bad_request("'tokens' must be a list of integer token ids", "tokens");
-  const int64_t vocab = ctx.model().config().text.vocab_size;
+  const int64_t vocab = ctx.model().vocab_size();
   std::vector<int32_t> ids;
   for (const auto& v : *it) {
     if (!v.is_number_integer()) bad_request("'tokens' must be a list of integer token ids", "tokens");

@@ -50,7 +50,7 @@ void check_params(const server::GenParams& p, const server::ServerContext& ctx, 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   server::ServerContext& ctx = context();
-  const int32_t vocab = ctx.model().config().text.vocab_size;
+  const int32_t vocab = ctx.model().vocab_size();
   const std::string body_text(reinterpret_cast<const char*>(data), size);
   server::json body;
   try {

@@ -6,6 +6,7 @@
 // tiny_a's cases run once more from its F32 GGUF files (llama.cpp's converter's output,
 // tests/fixtures/gguf/models/): the same weights, so the same tolerances and the same greedy ids.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -89,7 +90,9 @@ TEST_P(ModelGolden, MatchesTransformers) {
   std::ifstream in(c.json_path);
   const json spec = json::parse(in);
   const fs::path repo = fs::path(LOCR_FIXTURES_DIR).parent_path().parent_path();
-  const std::string out = (fs::temp_directory_path() / ("locr_golden_" + c.name + ".safetensors")).string();
+  // Per process: CTest runs this binary several times at once (the isa_* and bf16_dot_* entries).
+  const std::string out = (fs::temp_directory_path() / ("locr_golden_" + std::to_string(::getpid()) + "_" + c.name +
+                                                        ".safetensors")).string();
   std::string cmd = std::string(LOCR_BIN) + " dump --model " + shell_quote(c.model_dir) + " --backend " + c.backend +
                     " --out " + shell_quote(out);
   if (!c.mmproj.empty()) cmd += " --mmproj " + shell_quote(c.mmproj);

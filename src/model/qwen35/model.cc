@@ -1,5 +1,6 @@
 #include "model/qwen35/model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -62,6 +63,51 @@ Tensor Model::pixel_values(const std::vector<ProcessedImage>& images) const {
   return t;
 }
 
+io::Image Model::shrink_for_model(io::Image image) const {
+  if (image.width <= 0 || image.height <= 0) return image;
+  const auto [th, tw] = smart_resize(image.height, image.width, proc_);
+  // Only when preprocess() of the result resizes no further (a size within the pixel bounds).
+  if (smart_resize(th, tw, proc_) != std::array<int, 2>{th, tw}) return image;
+  io::flatten_alpha_on_white(image);  // as preprocess() does (convert_to_rgb)
+  if (th == image.height && tw == image.width) return image;
+  io::Image out;
+  out.height = th;
+  out.width = tw;
+  out.rgb = model::resize_bicubic_aa(image.rgb.data(), image.height, image.width, th, tw);
+  return out;
+}
+
+void Model::rope_positions(const std::vector<int32_t>& ids, const std::vector<ProcessedImage>& images,
+                           std::vector<int64_t>* positions, int64_t* rope_delta) const {
+  int64_t next = 0;
+  *positions = qwen35::rope_positions(ids, config_.image_token_id, grids(images), config_.vision.spatial_merge_size,
+                                      &next);
+  *rope_delta = next - static_cast<int64_t>(ids.size());
+}
+
+int64_t Model::kv_bytes_per_block(int block_size) const {
+  return KvPool::bytes_per_block(kv_shape(config_.text), block_size, kv_dtype());
+}
+
+int64_t Model::activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const {
+  const TextConfig& t = config_.text;
+  const VisionConfig& v = config_.vision;
+  const int64_t f = sizeof(float);
+  // Text step: hidden, the gated attention's q + gate / k / v / o, the DeltaNet's projections
+  // (conv channels, z, b, a) and output, gate / up / down, for every batched row; logits per sequence.
+  const int64_t text_row = 6LL * t.hidden_size + 3LL * t.num_attention_heads * t.head_dim +
+                           2LL * t.num_key_value_heads * t.head_dim + 2LL * t.conv_dim() +
+                           3LL * t.linear_num_value_heads * t.linear_value_head_dim + 3LL * t.intermediate_size;
+  const int64_t text = max_num_batched_tokens * text_row * f + max_num_seqs * t.vocab_size * f;
+  // Vision: a 2048 x 2048 page's patches through the tower (residual, norm, qkv, attention,
+  // MLP, patches, rotary and position rows), the whole tower's buffers at once.
+  const int64_t pixels = std::min<int64_t>(proc_.max_pixels, 2048LL * 2048);
+  const int64_t patches = pixels / (static_cast<int64_t>(v.patch_size) * v.patch_size);
+  const int64_t vision =
+      patches * (7LL * v.hidden_size + v.intermediate_size + v.patch_values() + v.head_dim()) * f;
+  return text + vision;
+}
+
 Prompt Model::build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const {
   Prompt p;
   p.text = std::move(chat.text);
@@ -75,13 +121,11 @@ Prompt Model::build_prompt(RenderedChat chat, const std::vector<io::Image>& imag
       p.ids.push_back(id);
       continue;
     }
-    p.images.push_back(preprocess(images[next++], proc_));
+    p.images.push_back(preprocess(images[next++]));
     const ProcessedImage& img = p.images.back();
     p.ids.insert(p.ids.end(), static_cast<size_t>(img.grid_h / m) * (img.grid_w / m), config_.image_token_id);
   }
-  int64_t next_position = 0;
-  p.positions = rope_positions(p.ids, config_.image_token_id, grids(p.images), m, &next_position);
-  p.rope_delta = next_position - static_cast<int64_t>(p.ids.size());
+  rope_positions(p.ids, p.images, &p.positions, &p.rope_delta);
   return p;
 }
 

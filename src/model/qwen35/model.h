@@ -49,8 +49,21 @@ class Model : public model::Model {
   // Also the three M-RoPE position rows of the prompt and its rope_delta (model/model.h).
   Prompt build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const override;
   int image_tokens(int height, int width) const override;
+  using model::Model::image_tokens;
   // The patch rows of all images [patches, C * T * p * p] (transformers' pixel_values).
   Tensor pixel_values(const std::vector<ProcessedImage>& images) const override;
+  std::array<int, 2> image_size(int height, int width) const override { return smart_resize(height, width, proc_); }
+  ProcessedImage preprocess(const io::Image& image) const override { return qwen35::preprocess(image, proc_); }
+  io::Image shrink_for_model(io::Image image) const override;
+  int spatial_merge_size() const override { return config_.vision.spatial_merge_size; }
+  void rope_positions(const std::vector<int32_t>& ids, const std::vector<ProcessedImage>& images,
+                      std::vector<int64_t>* positions, int64_t* rope_delta) const override;
+  DType kv_dtype() const override { return decoder_->kv_dtype(); }
+  int64_t kv_bytes_per_block(int block_size) const override;
+  int64_t state_bytes_per_sequence() const override { return StatePool::bytes_per_slot(config_.text); }
+  // As model::activation_estimate for LightOnOCR, for a page of at most 2048 x 2048 pixels (the
+  // processor's own bound, 16.7M pixels, is no bound in practice).
+  int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const override;
 
   // The patch grids of preprocessed images, in order.
   static std::vector<Grid> grids(const std::vector<ProcessedImage>& images);
