@@ -60,16 +60,18 @@ std::vector<Captured> run_backend(const std::string& dir, const std::string& bac
   lo.image_align = a.get_int("image-align", 28);
   lo.mmproj = a.get("mmproj");
   LOCR_INFO("eval: loading ", dir, " on backend ", backend);
-  auto m = model::LightOnOcr::load(dir, lo);
+  auto m = load_model_at(dir, lo);  // either architecture (config.json)
   std::vector<Captured> out;
   for (const auto& in : inputs) {
-    const auto messages = model::LightOnOcr::make_messages(in.system.empty() ? nullptr : &in.system,
+    const auto messages = model::Model::make_messages(in.system.empty() ? nullptr : &in.system,
                                                            in.prompt.empty() ? nullptr : &in.prompt,
                                                            static_cast<int>(in.images.size()));
-    const model::Prompt prompt = m->build_prompt(messages, in.images);
+    // {"enable_thinking": false} as LightOn sends it (Qwen3.5's 4B template thinks otherwise;
+    // LightOnOCR-2's templates do not read it).
+    const model::Prompt prompt = m->build_prompt(m->render_chat(messages, {{"enable_thinking", false}}), in.images);
     Captured c;
     c.tokens = static_cast<int64_t>(prompt.ids.size());
-    const int64_t H = m->config().text.hidden_size;
+    const int64_t H = m->hidden_size();
     runtime::DecodeParams go;
     go.max_tokens = 1;
     go.sampling.temperature = 0;

@@ -20,6 +20,7 @@
 #include "apps/perf_spec_replay.h"
 #include "core/thread_pool.h"
 #include "runtime/executor_factory.h"
+#include "runtime/request_path.h"
 #include "runtime/speculative.h"
 #include "toolkit/bench_stats.h"
 #include "toolkit/synth_image.h"
@@ -44,28 +45,16 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;
 }
 
-// Bytes of weights one decode step reads: every decoder matrix plus the LM head.
-double decoder_weight_bytes(const model::TextConfig& t) {
-  const double H = t.hidden_size, qw = double(t.num_attention_heads) * t.head_dim,
-               kvw = double(t.num_key_value_heads) * t.head_dim, I = t.intermediate_size;
-  const double per_layer = H * qw * 2 + H * kvw * 2 + 3 * H * I;
-  return 2.0 * (per_layer * t.num_hidden_layers + double(t.vocab_size) * H);  // BF16
-}
+// Bytes of weights one decode step reads: every decoder matrix plus the LM head (BF16).
+double decoder_weight_bytes(const model::Model::ComputeShape& c) { return 2.0 * (c.decoder_params + c.lm_head_params); }
 
 // Matmul FLOPs of the decoder for T tokens (attention over the causal context added separately).
-double decoder_flops(const model::TextConfig& t, double T, double ctx_avg) {
-  const double H = t.hidden_size, qw = double(t.num_attention_heads) * t.head_dim,
-               kvw = double(t.num_key_value_heads) * t.head_dim, I = t.intermediate_size;
-  const double lin = 2 * T * (H * qw * 2 + H * kvw * 2 + 3 * H * I) * t.num_hidden_layers;
-  const double attn = 4 * T * ctx_avg * qw * t.num_hidden_layers;
-  return lin + attn;
+double decoder_flops(const model::Model::ComputeShape& c, double T, double ctx_avg) {
+  return 2 * T * c.decoder_params + 4 * T * ctx_avg * c.attention_width * c.attention_layers;
 }
 
-double vision_flops(const model::VisionConfig& v, double N) {
-  const double V = v.hidden_size, I = v.intermediate_size;
-  const double lin = 2 * N * (4 * V * V + 3 * V * I) * v.num_hidden_layers + 2 * N * V * 3 * v.patch_size * v.patch_size;
-  const double attn = 4 * N * N * V * v.num_hidden_layers;
-  return lin + attn;
+double vision_flops(const model::Model::ComputeShape& c, double N) {
+  return 2 * N * c.vision_params + 4 * N * N * c.vision_width * c.vision_layers;
 }
 
 }  // namespace
@@ -86,9 +75,14 @@ int cmd_perf(int argc, char** argv) {
   a.flag("profile-ops", "also time every kernel op of each stage (host backends): a table per stage of op, shape, "
          "calls, time, share and GFLOP/s or GB/s, per repetition (in --json: op_profile)");
   if (!a.parse(argc, argv)) return 0;
-  auto m = load_model(a, a.get_flag("profile-ops"));
+  auto m = load_any_model(a, a.get_flag("profile-ops"));  // either architecture (config.json)
   PerfOpProfile prof(m->ops());
-  const auto& cfg = m->config();
+  const model::Model::ComputeShape shape = m->compute_shape();
+  // Models with a recurrent state (Qwen3.5): each sequence continues its own state slot.
+  const bool recurrent = m->state_bytes_per_sequence() > 0;
+  if (a.has("spec-replay") && recurrent)
+    fail(ErrorKind::kUnsupported, "--spec-replay: this model (", m->architecture(), ") decodes without speculation ",
+         "(its recurrent state cannot take back rejected drafts)");
   const int gen = std::max(1, a.get_int("gen-tokens", 32));
   const int batch = std::max(1, a.get_int("batch", 8));
   const int repeat = std::max(1, a.get_int("repeat", 3));
@@ -110,12 +104,16 @@ int cmd_perf(int argc, char** argv) {
     std::shared_ptr<model::ImageEmbeds> emb;
     if (text_tokens > 0) {
       prompt.ids.assign(text_tokens, 0);
-      for (int i = 0; i < text_tokens; ++i) prompt.ids[i] = (i * 7919) % cfg.text.vocab_size;
+      for (int i = 0; i < text_tokens; ++i) prompt.ids[i] = (i * 7919) % m->vocab_size();
+      prompt.positions.clear();
+      prompt.rope_delta = 0;
       prompt.images.clear();
     } else {
       model::ProcessedImage img;
-      t_pre.push_back(time_it([&] { img = model::preprocess(page, m->processor_config()); }));
-      prompt = m->build_prompt(model::LightOnOcr::make_messages(nullptr, nullptr, 1), {page});
+      t_pre.push_back(time_it([&] { img = m->preprocess(page); }));
+      prompt = m->build_prompt(m->render_chat(runtime::RequestPath::ocr_messages(false),
+                                              runtime::RequestPath::ocr_template_kwargs()),
+                               {page});
       n_patches = static_cast<int64_t>(prompt.images[0].grid_h) * prompt.images[0].grid_w;
     }
     const int64_t T = static_cast<int64_t>(prompt.ids.size());
@@ -140,22 +138,31 @@ int cmd_perf(int argc, char** argv) {
       t_proj.push_back(time_it([&] { emb = exec->vision_finish(*job); }));
       prof.end("projector", t_proj.back());
     }
-    const int64_t V = cfg.text.vocab_size;
+    const int64_t V = m->vocab_size();
     std::vector<int32_t> table(prompt_blocks), empty_table(gen_blocks);
     std::iota(table.begin(), table.end(), 0);
     std::iota(empty_table.begin(), empty_table.end(), static_cast<int32_t>(prompt_blocks));
     std::vector<int64_t> image_rows(T, -1);
     int64_t next_row = 0;
     for (int64_t t = 0; t < T; ++t)
-      if (emb && prompt.ids[t] == cfg.image_token_id) image_rows[t] = next_row++;
+      if (emb && prompt.ids[t] == m->image_token_id()) image_rows[t] = next_row++;
     model::DeviceSample greedy;  // argmax on the device where the executor samples there
-    auto seq = [&](const int32_t* ids, int64_t n, int64_t pos0, const std::vector<int32_t>& tab) {
+    // `slot`: the sequence's state slot (recurrent models); `page`: its positions are the page
+    // prompt's (multimodal RoPE rows, then rope_delta past them), else the token index.
+    auto seq = [&](const int32_t* ids, int64_t n, int64_t pos0, const std::vector<int32_t>& tab, int slot = 0,
+                   bool page = false) {
       model::StepSeq q;
       q.ids = ids;
       q.n = n;
       q.pos0 = pos0;
       q.block_table = tab.data();
       q.table_len = static_cast<int64_t>(tab.size());
+      q.state_slot = recurrent ? slot : 0;
+      if (page && !prompt.positions.empty()) {
+        q.mrope = prompt.positions.data();
+        q.mrope_len = T;
+        q.rope_delta = prompt.rope_delta;
+      }
       q.want_logits = true;
       if (exec->supports_device_sampling()) q.sample = &greedy;
       return q;
@@ -173,7 +180,7 @@ int cmd_perf(int argc, char** argv) {
     // Prefill of the whole prompt (with the page's image rows).
     prof.begin();
     t_prefill.push_back(time_it([&] {
-      model::StepSeq q = seq(prompt.ids.data(), T, 0, table);
+      model::StepSeq q = seq(prompt.ids.data(), T, 0, table, 0, true);
       if (emb) {
         q.images = emb.get();
         q.image_rows = image_rows.data();
@@ -186,7 +193,7 @@ int cmd_perf(int argc, char** argv) {
     prof.begin();
     t_dec.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
-        exec->step({seq(&tok, 1, T + i, table)}, &out);
+        exec->step({seq(&tok, 1, T + i, table, 0, true)}, &out);
         tok = next_token(out, 0);
       }
     }));
@@ -207,7 +214,7 @@ int cmd_perf(int argc, char** argv) {
     t_decn.push_back(time_it([&] {
       for (int i = 0; i < gen; ++i) {
         std::vector<model::StepSeq> steps;
-        for (int s = 0; s < batch; ++s) steps.push_back(seq(&toks[s], 1, i, tables[s]));
+        for (int s = 0; s < batch; ++s) steps.push_back(seq(&toks[s], 1, i, tables[s], s));
         exec->step(steps, &out);
       }
     }));
@@ -215,7 +222,7 @@ int cmd_perf(int argc, char** argv) {
   }
 
   const int64_t T = static_cast<int64_t>(prompt.ids.size());
-  const double wbytes = decoder_weight_bytes(cfg.text);
+  const double wbytes = decoder_weight_bytes(shape);
   nlohmann::ordered_json out;
   out["backend"] = m->backend();
   out["threads"] = ThreadPool::global().size();
@@ -225,22 +232,22 @@ int cmd_perf(int argc, char** argv) {
   std::printf("| stage | shape | time | rate |\n|---|---|---|---|\n");
   if (!t_vis.empty()) {
     const double vis = median(t_vis), proj = median(t_proj);
-    const double vf = vision_flops(cfg.vision, static_cast<double>(n_patches));
+    const double vf = vision_flops(shape, static_cast<double>(n_patches));
     std::printf("| preprocess | %dx%d -> %dx%d | %.3f s | |\n", W, Hh, prompt.images[0].width, prompt.images[0].height,
                 median(t_pre));
     std::printf("| vision encoder | %lld patches | %.2f s | %.0f GFLOP/s |\n", static_cast<long long>(n_patches), vis,
                 vf / vis / 1e9);
-    std::printf("| projector | %d tokens | %.3f s | |\n", prompt.images[0].n_image_tokens(), proj);
+    std::printf("| projector | %d tokens | %.3f s | |\n", m->image_tokens(prompt.images[0]), proj);
     out["image_size"] = {prompt.images[0].width, prompt.images[0].height};
     out["vision_patches"] = n_patches;
-    out["vision_layers"] = cfg.vision.num_hidden_layers;
+    out["vision_layers"] = shape.vision_layers;
     out["preprocess_s"] = median(t_pre);
     out["vision_encode_s"] = vis + proj;
     out["vision_gflops"] = vf / vis / 1e9;
   }
   const double pre = median(t_prefill), dec = median(t_dec), dec0 = median(t_dec0), decn = median(t_decn);
   std::printf("| prefill | %lld tokens | %.2f s | %.0f tok/s, %.0f GFLOP/s |\n", static_cast<long long>(T), pre, T / pre,
-              decoder_flops(cfg.text, double(T), double(T) / 2) / pre / 1e9);
+              decoder_flops(shape, double(T), double(T) / 2) / pre / 1e9);
   std::printf("| decode, batch 1, %lld context | %d tokens | %.2f s | %.1f tok/s, %.1f GB/s |\n",
               static_cast<long long>(T), gen, dec, gen / dec, wbytes * gen / dec / 1e9);
   std::printf("| decode, batch 1, empty context | %d tokens | %.2f s | %.1f tok/s, %.1f GB/s |\n", gen, dec0,
@@ -262,8 +269,10 @@ int cmd_perf(int argc, char** argv) {
     const int k = a.get_int("spec-replay", 8);
     if (k < 1 || k > runtime::kMaxSpeculativeTokens)
       fail(ErrorKind::kInvalidArgument, "--spec-replay must be in [1, ", runtime::kMaxSpeculativeTokens, "]");
+    const auto* lo = dynamic_cast<const model::LightOnOcr*>(m.get());
+    LOCR_CHECK(lo, "--spec-replay on a model without speculation");
     exec.reset();  // the engine's executor takes its place
-    const SpecReplayResult r = spec_replay(*m, prompt, gen, batch, k, repeat);
+    const SpecReplayResult r = spec_replay(*lo, prompt, gen, batch, k, repeat);
     std::printf("| decode, batch %d, engine | %d tokens each | | %.1f tok/s |\n", batch, gen, r.plain_tok_s);
     std::printf("| decode, batch %d, engine, replayed drafts K=%d | %d tokens each | | %.1f tok/s (%.2fx), %lld of "
                 "%lld drafts accepted, tokens %s |\n",

@@ -43,6 +43,9 @@ int cmd_quantize(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "OUT must be a .gguf file name (locr and llama.cpp take a GGUF model by it), got '",
          out, "'");
   const std::string mmproj = a.get("mmproj-out", model::default_mmproj_path(out));
+  if (is_qwen35_model(model_path(a.get("in"))))
+    fail(ErrorKind::kUnsupported, a.get("in"), " is a Qwen3.5 model (LightOnOCR-3-0.8B / -4B): locr quantize does ",
+         "not write its GGUF files yet; run it quantized at load with --quantization q8_0 (serve, ocr, generate)");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   const auto t0 = std::chrono::steady_clock::now();
   const model::GgufExportResult r = model::export_gguf(model_path(a.get("in")), out, mmproj, type);

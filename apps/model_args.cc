@@ -68,12 +68,20 @@ nlohmann::json read_config(const std::string& path) {
 
 bool is_qwen35_model(const std::string& path) { return model::qwen35::is_qwen35_config(read_config(path)); }
 
-std::unique_ptr<model::Model> load_any_model(const Args& a) {
+std::unique_ptr<model::Model> load_model_at(const std::string& path, const model::LoadOptions& lo) {
+  if (is_gguf_path(path) || !is_qwen35_model(path)) return model::LightOnOcr::load(path, lo);
+  if (!(lo.kv_cache_dtype.empty() || lo.kv_cache_dtype == "auto") || !lo.mmproj.empty() || lo.image_align != 28)
+    fail(ErrorKind::kUnsupported, "--kv-cache-dtype, --mmproj and --image-align are not supported for Qwen3.5 models ",
+         "(LightOnOCR-3-0.8B / -4B) yet");
+  return model::qwen35::Model::load(path, lo);
+}
+
+std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
   const std::string path = model_path(a.get("model"));
-  if (!model::qwen35::is_qwen35_config(read_config(path))) return load_model(a);
+  if (!model::qwen35::is_qwen35_config(read_config(path))) return load_model(a, profile_ops);
   ThreadPool::set_global_threads(a.get_int("threads", 0));
-  for (const char* opt : {"quantization", "kv-cache-dtype", "mmproj", "image-align"})
+  for (const char* opt : {"kv-cache-dtype", "mmproj", "image-align"})
     if (a.has(opt))
       fail(ErrorKind::kUnsupported, "--", opt, " is not supported for Qwen3.5 models (LightOnOCR-3-0.8B / -4B) yet");
   model::LoadOptions lo;
@@ -81,6 +89,8 @@ std::unique_ptr<model::Model> load_any_model(const Args& a) {
   if (dtype != "bf16" && dtype != "f32") fail(ErrorKind::kInvalidArgument, "--dtype must be bf16 or f32, got '", dtype, "'");
   lo.backend = a.get("backend", a.get("device", "cpu") == "cuda" ? "cuda" : dtype == "f32" ? "cpu-f32" : "cpu-bf16");
   lo.chat_template_file = a.get("chat-template");
+  lo.quantization = a.get("quantization");
+  lo.profile_ops = profile_ops;
   return model::qwen35::Model::load(path, lo);
 }
 

@@ -25,9 +25,13 @@ void add_sampling_options(Args& a);
 std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops = false);
 // Either architecture, picked from config.json (model_type "qwen3_5": model/qwen35/model.h): what
 // the commands that run through model::Model and runtime::generate load (generate, dump).
-std::unique_ptr<model::Model> load_any_model(const Args& a);
+std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops = false);
 // True when `path` (a model directory) holds a Qwen3.5 model (config.json model_type "qwen3_5").
 bool is_qwen35_model(const std::string& path);
+// The model at `path` (a directory, or a text GGUF file), either architecture, with `lo`; for a
+// Qwen3.5 model the options that family does not have yet (kv_cache_dtype, mmproj, an image_align
+// other than 28) are refused naming it.
+std::unique_ptr<model::Model> load_model_at(const std::string& path, const model::LoadOptions& lo);
 // A text GGUF model file (`*.gguf`, taken as it is; anything else is a directory or ORG/NAME).
 bool is_gguf_path(const std::string& spec);
 // A model argument as a path: a GGUF file as given, a directory or ORG/NAME resolved

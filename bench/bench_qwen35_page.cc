@@ -39,7 +39,7 @@ int64_t peak_rss_bytes() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, backend = "cpu", json_out;
+  std::string dir, backend = "cpu", json_out, quantization;
   int longest = 2048, tokens = 64;
   bool profile = false;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -50,18 +50,20 @@ int main(int argc, char** argv) {
     else if (k == "--tokens") tokens = std::stoi(v);
     else if (k == "--json") json_out = v;
     else if (k == "--profile") profile = v == "1";
+    else if (k == "--quantization") quantization = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
   if (dir.empty()) {
-    std::fprintf(stderr, "usage: bench_qwen35_page --model DIR [--backend cpu] [--longest-edge N] [--tokens N] [--json OUT]\n");
+    std::fprintf(stderr, "usage: bench_qwen35_page --model DIR [--backend cpu] [--longest-edge N] [--tokens N] [--quantization q8_0|q4_k] [--json OUT]\n");
     return 2;
   }
   model::LoadOptions lo;
   lo.backend = backend;
   lo.profile_ops = profile;
+  lo.quantization = quantization;
   auto t0 = Clock::now();
   const auto m = model::qwen35::Model::load(dir, lo);
   const double load_s = since(t0);
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   nlohmann::ordered_json r;
   r["model"] = dir;
   r["backend"] = m->ops().name();
+  r["quantization"] = quantization.empty() ? "none" : quantization;
   r["threads"] = ThreadPool::global().size();
   r["page"] = std::to_string(w) + "x" + std::to_string(h);
   r["resized"] = std::to_string(prompt.images[0].width) + "x" + std::to_string(prompt.images[0].height);

@@ -131,6 +131,23 @@ int64_t LightOnOcr::activation_bytes(int64_t max_num_batched_tokens, int64_t max
   return activation_estimate(config_, max_num_batched_tokens, max_num_seqs);
 }
 
+Model::ComputeShape LightOnOcr::compute_shape() const {
+  const TextConfig& t = config_.text;
+  const VisionConfig& v = config_.vision;
+  ComputeShape s;
+  const double H = t.hidden_size, qw = double(t.num_attention_heads) * t.head_dim,
+               kvw = double(t.num_key_value_heads) * t.head_dim, I = t.intermediate_size;
+  s.decoder_params = (H * qw * 2 + H * kvw * 2 + 3 * H * I) * t.num_hidden_layers;
+  s.lm_head_params = double(t.vocab_size) * H;
+  s.attention_width = qw;
+  s.attention_layers = t.num_hidden_layers;
+  const double V = v.hidden_size, VI = v.intermediate_size;
+  s.vision_params = (4 * V * V + 3 * V * VI) * v.num_hidden_layers + V * 3 * v.patch_size * v.patch_size;
+  s.vision_width = V;
+  s.vision_layers = v.num_hidden_layers;
+  return s;
+}
+
 int LightOnOcr::image_tokens(int height, int width) const {
   check_has_vision();
   return image_token_count(height, width, proc_config_, config_.spatial_merge_size);

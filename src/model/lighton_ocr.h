@@ -55,7 +55,7 @@ class LightOnOcr : public Model {
   bool has_vision() const override { return weights_.has_vision; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   const ChatTemplate& chat_template() const override { return *template_; }
-  kernels::Ops& ops() const { return *ops_; }
+  kernels::Ops& ops() const override { return *ops_; }
   // The backend named at load ("cuda" for the GPU executor; otherwise a CPU kernel backend).
   const std::string& backend() const override { return backend_; }
   // The checkpoint's weights (memory-mapped views; the backend's prepared copies hang off them).
@@ -96,6 +96,7 @@ class LightOnOcr : public Model {
     return KvPool::bytes_per_block(config_.text, block_size, kv_dtype());
   }
   int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const override;
+  ComputeShape compute_shape() const override;
 
   ImageEncoding encode_images(const std::vector<ProcessedImage>& images) const;
   // The encoder's input for `images`: patches [sum n_patches, 3*p*p] and their grids.

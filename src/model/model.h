@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "io/image.h"
+#include "kernels/ops.h"
 #include "model/chat_template.h"
 #include "model/config.h"
 #include "model/processor.h"
@@ -113,6 +114,20 @@ class Model {
   // Peak activation bytes of one engine step of max_num_batched_tokens rows and max_num_seqs
   // logits rows with the largest page's encoding beside it (model/memory_sizing.h).
   virtual int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const = 0;
+
+  // The kernel backend the model's parts run on (host backends: time it op by op, kernels/op_profile.h).
+  virtual kernels::Ops& ops() const = 0;
+  // What benchmarks count FLOPs and weight bytes from (apps/cmd_perf.cc).
+  struct ComputeShape {
+    double decoder_params = 0;  // matmul weights one token passes through in the decoder's layers
+    double lm_head_params = 0;
+    double attention_width = 0;  // query heads x head_dim of a full-attention layer
+    int attention_layers = 0;    // layers attending over the whole context
+    double vision_params = 0;    // matmul weights per patch through the vision tower (+ projector, per patch)
+    double vision_width = 0;     // its attention's heads x head_dim
+    int vision_layers = 0;
+  };
+  virtual ComputeShape compute_shape() const = 0;
 
   // Convenience for the CLI: optional system text, images first then the prompt text.
   static nlohmann::json make_messages(const std::string* system, const std::string* prompt, int n_images);

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "io/file.h"
 #include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q6_k.h"
 #include "kernels/cpu/quant_q8_0.h"
@@ -23,8 +24,8 @@ void to_f32_row(const Matrix& m, int64_t r, float* out) {
                  static_cast<size_t>(m.cols));
 }
 
-// Replaces m by its quantization to `to` (Q8_0, Q4_K or Q6_K; a new buffer, the checkpoint's pages are
-// left alone). False (m unchanged) when m is not a float matrix or its rows are not whole blocks.
+}  // namespace
+
 bool quantize_matrix(Matrix& m, DType to) {
   const int64_t block = to == DType::kQ4_K || to == DType::kQ6_K ? 256 : 32;
   if (m.data == nullptr || m.cols % block != 0) return false;
@@ -42,6 +43,9 @@ bool quantize_matrix(Matrix& m, DType to) {
       else kernels::quantize_row_q8_0(row.data(), dst + r * row_bytes, src.cols);
     }
   });
+  // The checkpoint's pages of it go back to the kernel (memory-mapped: read again on demand, e.g. a
+  // tied embedding table's rows), so resident memory holds the quantized copy only.
+  io::release_pages(src.data, static_cast<size_t>(dtype_row_bytes(src.dtype, src.cols) * src.rows));
   Matrix q;
   q.dtype = to;
   q.rows = m.rows;
@@ -52,9 +56,12 @@ bool quantize_matrix(Matrix& m, DType to) {
   return true;
 }
 
-}  // namespace
+void quantize_counted(Matrix& m, DType to, QuantizeCounts* n) {
+  if (quantize_matrix(m, to)) ++(to == DType::kQ4_K ? n->q4_k : to == DType::kQ6_K ? n->q6_k : n->q8_0);
+  else if (to != DType::kQ8_0 && quantize_matrix(m, DType::kQ8_0)) ++n->q8_0;  // rows not whole super-blocks
+}
 
-QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
+std::string quantization_method(const std::string& method) {
   std::string k = method;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (k == "fp8") {
@@ -68,13 +75,15 @@ QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
     fail(ErrorKind::kInvalidArgument, "--quantization ", method, " is not supported: use q8_0 (GGUF Q8_0, int8 "
          "weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256) or "
          "q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K), or leave it out to run the checkpoint's own dtype");
+  return k;
+}
+
+QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
+  const std::string k = quantization_method(method);
   const bool mix = k == "q4_k_m";
   const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;
   QuantizeCounts n;
-  auto q = [&](Matrix& m, DType t) {
-    if (quantize_matrix(m, t)) ++(t == DType::kQ4_K ? n.q4_k : t == DType::kQ6_K ? n.q6_k : n.q8_0);
-    else if (t != DType::kQ8_0 && quantize_matrix(m, DType::kQ8_0)) ++n.q8_0;  // rows not whole super-blocks
-  };
+  auto q = [&](Matrix& m, DType t) { quantize_counted(m, t, &n); };
   // q4_k_m: llama-quantize's use_more_bits layers (model/gguf_export.cc q4_k_m_type) keep attn_v and
   // ffn_down in Q6_K, and so does the head.
   const int n_layers = static_cast<int>(w.text.layers.size());

@@ -29,4 +29,14 @@ struct QuantizeCounts {
 // supported ones.
 QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method);
 
+// What both families' quantize_weights are made of.
+// The method lower-cased, vLLM's "fp8" as "q8_0" (with a note); anything but q8_0, q4_k, q4_k_m is
+// a kInvalidArgument error naming the supported ones.
+std::string quantization_method(const std::string& method);
+// Replaces m by its quantization to `to` (Q8_0, Q4_K or Q6_K; a new buffer; the checkpoint's pages of
+// m are released to the kernel, io::release_pages). False (m unchanged) when m is not a float matrix or its rows are not whole blocks.
+bool quantize_matrix(Matrix& m, DType to);
+// Quantizes m to `to`, or to Q8_0 when its rows are not whole super-blocks of `to`; counts it.
+void quantize_counted(Matrix& m, DType to, QuantizeCounts* n);
+
 }  // namespace locr::model

@@ -1,13 +1,16 @@
 // `locr generate` and `locr dump` on a Qwen3.5 model (LightOnOCR-3-0.8B layout: the
 // tests/fixtures/qwen35/qwen35_a fixture) through the real binary: the architecture is picked from
 // config.json, --chat-template-kwargs reaches the template, and what `dump` writes equals what
-// transformers computed (ids, the three position rows, pixel values, greedy ids). A command that
-// does not run Qwen3.5 models yet says so.
+// transformers computed (ids, the three position rows, pixel values, greedy ids); `perf` and `eval`
+// run it. A command that does not run Qwen3.5 models yet says so.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "io/file.h"
 #include "io/safetensors.h"
 #include "test_util.h"
 
@@ -72,10 +75,50 @@ TEST(Qwen35Cli, GenerateRuns) {
   EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
 }
 
+// `locr perf` times every stage of a page on a Qwen3.5 model too (the sequences' state slots and
+// M-RoPE rows as the engine gives them); --spec-replay is refused for it, naming why.
+TEST(Qwen35Cli, PerfRunsEveryStage) {
+  TempDir t;
+  const std::string out = t / "perf.json";
+  const auto r = run_cmd(std::string(LOCR_BIN) + " perf --threads 2 --model " + kModel +
+                         " --image-size 300x200 --gen-tokens 4 --batch 3 --repeat 2 --json " + out + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(io::read_file(out));
+  for (const char* k : {"vision_encode_s", "prefill_s", "prefill_tok_s", "decode_tok_s", "decode_batch_tok_s",
+                        "peak_rss_bytes", "preprocess_s"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  // 300 x 200 -> smart_resize within the fixture's 9,216 pixels: 96 x 64, a 6 x 4 grid of 16 px patches.
+  EXPECT_EQ(j["vision_patches"].get<int>(), 24);
+  EXPECT_EQ(j["image_size"], nlohmann::json::array({96, 64}));
+  EXPECT_EQ(j["decode_batch"].get<int>(), 3);
+  const auto spec = run_cmd(std::string(LOCR_BIN) + " perf --model " + kModel + " --spec-replay 4 2>&1");
+  EXPECT_NE(spec.status, 0);
+  EXPECT_NE(spec.out.find("decodes without speculation"), std::string::npos) << spec.out;
+}
+
+// `locr eval` (the seeds' eval_accuracy.py) compares backends on a Qwen3.5 model: cpu-f32 against
+// the ref oracle passes the seeds' thresholds; a candidate perturbed by noise fails them.
+TEST(Qwen35Cli, EvalComparesBackends) {
+  TempDir t;
+  const auto ok = run_cmd(std::string(LOCR_BIN) + " eval --threads 2 --model " + kModel +
+                          " --candidate cpu-f32 --reference ref --output " + (t / "ok.json") + " 2>&1");
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  const nlohmann::json j = nlohmann::json::parse(io::read_file(t / "ok.json"));
+  EXPECT_EQ(j.dump().find("FAIL"), std::string::npos) << j.dump();
+  const auto bad = run_cmd(std::string(LOCR_BIN) + " eval --threads 2 --model " + kModel +
+                           " --candidate cpu-f32 --reference ref --perturb-candidate 0.5 --output " + (t / "bad.json") +
+                           " 2>&1");
+  EXPECT_NE(bad.status, 0) << bad.out;
+}
+
 TEST(Qwen35Cli, CommandsWithoutQwen35SupportSaySo) {
-  const auto r = run_cmd(std::string(LOCR_BIN) + " perf --model " + kModel + " 2>&1");
+  TempDir t;
+  const auto r = run_cmd(std::string(LOCR_BIN) + " quantize " + kModel + " " + (t / "q.gguf") + " --type q8_0 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("is a Qwen3.5 model"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(t / "q.gguf"));
 }
 
 }  // namespace

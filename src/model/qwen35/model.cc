@@ -33,6 +33,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   m->backend_ = opts.backend;
   m->tensors_ = io::SafetensorsSet::open_dir(dir);
   m->weights_ = load_weights(m->tensors_, m->config_);
+  if (!opts.quantization.empty()) quantize_weights(m->weights_, opts.quantization);
   m->ops_ = make_model_ops(opts);
   prepare_weights(m->weights_, *m->ops_);
   m->decoder_ = std::make_unique<Decoder>(m->config_.text, m->weights_.text, *m->ops_);
@@ -106,6 +107,30 @@ int64_t Model::activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_
   const int64_t vision =
       patches * (7LL * v.hidden_size + v.intermediate_size + v.patch_values() + v.head_dim()) * f;
   return text + vision;
+}
+
+Model::ComputeShape Model::compute_shape() const {
+  const TextConfig& t = config_.text;
+  const VisionConfig& v = config_.vision;
+  ComputeShape s;
+  const double H = t.hidden_size, I = t.intermediate_size, qw = double(t.num_attention_heads) * t.head_dim,
+               kvw = double(t.num_key_value_heads) * t.head_dim;
+  const double vw = double(t.linear_num_value_heads) * t.linear_value_head_dim;
+  const double mlp = 3 * H * I;
+  // Gated attention: [q; gate; k; v] and o. Gated DeltaNet: [qkv; z; b; a] and out.
+  const double full = H * (2 * qw + 2 * kvw) + qw * H;
+  const double linear = H * (t.conv_dim() + vw + 2.0 * t.linear_num_value_heads) + vw * H;
+  s.decoder_params = (full + mlp) * t.n_full_layers() + (linear + mlp) * t.n_linear_layers();
+  s.lm_head_params = double(t.vocab_size) * H;
+  s.attention_width = qw;
+  s.attention_layers = t.n_full_layers();
+  const double V = v.hidden_size, VI = v.intermediate_size, m2 = double(v.spatial_merge_size) * v.spatial_merge_size;
+  // Blocks (qkv, proj, fc1, fc2), the patch embedding, and the merger per patch (its rows are m2 patches).
+  s.vision_params = (4 * V * V + 2 * V * VI) * v.depth + V * v.patch_values() +
+                    (m2 * V * m2 * V + m2 * V * v.out_hidden_size) / m2;
+  s.vision_width = V;
+  s.vision_layers = v.depth;
+  return s;
 }
 
 Prompt Model::build_prompt(RenderedChat chat, const std::vector<io::Image>& images) const {

@@ -27,9 +27,10 @@ class Model : public model::Model {
 
   const Config& config() const { return config_; }
   const ProcessorConfig& processor_config() const { return proc_; }
-  kernels::Ops& ops() const { return *ops_; }
+  kernels::Ops& ops() const override { return *ops_; }
   const Decoder& decoder() const { return *decoder_; }
   const VisionTower& vision() const { return *vision_; }
+  const Weights& weights() const { return weights_; }
 
   // model::Model
   const char* architecture() const override { return "qwen3_5"; }
@@ -64,6 +65,7 @@ class Model : public model::Model {
   // As model::activation_estimate for LightOnOCR, for a page of at most 2048 x 2048 pixels (the
   // processor's own bound, 16.7M pixels, is no bound in practice).
   int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const override;
+  ComputeShape compute_shape() const override;
 
   // The patch grids of preprocessed images, in order.
   static std::vector<Grid> grids(const std::vector<ProcessedImage>& images);

@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "io/file.h"
 #include "model/weight_binder.h"
 
@@ -174,6 +175,30 @@ void prepare_weights(Weights& w, kernels::Ops& ops) {
     for (Linear* l : {&B.qkv, &B.proj, &B.fc1, &B.fc2}) prep(l->w);
   prep(v.merger_fc1.w);
   prep(v.merger_fc2.w);
+}
+
+QuantizeCounts quantize_weights(Weights& w, const std::string& method) {
+  const std::string k = quantization_method(method);
+  if (k == "q4_k_m")
+    fail(ErrorKind::kUnsupported, "--quantization q4_k_m is not supported for Qwen3.5 models yet (llama.cpp's mix ",
+         "is defined by tensor names this family's GGUF export does not have yet); use q8_0 or q4_k");
+  const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;
+  QuantizeCounts n;
+  auto q = [&](Matrix& m) { quantize_counted(m, to, &n); };
+  for (LayerWeights& L : w.text.layers) {
+    for (Matrix& m : (L.full_attention ? L.attn.qgkv : L.linear.in_proj).parts) q(m);
+    q(L.full_attention ? L.attn.o_proj : L.linear.out_proj);
+    for (Matrix& m : L.gate_up.parts) q(m);
+    q(L.down_proj);
+  }
+  q(w.text.lm_head);  // a tied head: its own quantized copy, the embedding table stays
+  for (VisionBlockWeights& B : w.vision.blocks)
+    for (Linear* l : {&B.qkv, &B.proj, &B.fc1, &B.fc2}) q(l->w);
+  q(w.vision.merger_fc1.w);
+  q(w.vision.merger_fc2.w);
+  LOCR_INFO("quantization ", k, ": ", n.total(), " weight matrices quantized at load (", n.q4_k, " Q4_K, ", n.q8_0,
+            " Q8_0", to == DType::kQ4_K && n.q8_0 > 0 ? ": rows not whole 256-weight super-blocks" : "", ")");
+  return n;
 }
 
 }  // namespace locr::model::qwen35
