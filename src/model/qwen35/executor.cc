@@ -10,16 +10,10 @@ namespace locr::model::qwen35 {
 namespace {
 
 struct Job : VisionJob {
-  std::vector<float> patches;
-  std::vector<Grid> grids;
-  Tensor embeds, hidden;
-  bool finished = false;
-  int64_t n_patches() const override {
-    int64_t n = 0;
-    for (const Grid& g : grids) n += g.patches();
-    return n;
-  }
-  bool done() const override { return finished; }
+  std::unique_ptr<VisionState> state;
+  int depth = 0;
+  int64_t n_patches() const override { return state->n; }
+  bool done() const override { return state->next_layer >= depth; }
 };
 
 }  // namespace
@@ -43,24 +37,23 @@ int64_t CpuExecutor::kv_bytes_per_block() const {
 
 std::unique_ptr<VisionJob> CpuExecutor::vision_begin(const std::vector<ProcessedImage>& images) {
   auto job = std::make_unique<Job>();
-  job->patches = model_.vision_patches(images);
-  job->grids = Model::grids(images);
+  const std::vector<float> patches = model_.vision_patches(images);
+  job->state = model_.vision().begin(patches.data(), Model::grids(images));
+  job->depth = model_.vision().depth();
   return job;
 }
 
 void CpuExecutor::vision_run(VisionJob& j, int n_layers) {
   auto& job = dynamic_cast<Job&>(j);
-  if (n_layers <= 0 || job.finished) return;
-  job.embeds = model_.vision().forward(job.patches.data(), job.grids, &job.hidden);
-  job.finished = true;
+  model_.vision().run(*job.state, n_layers);
 }
 
 std::shared_ptr<ImageEmbeds> CpuExecutor::vision_finish(VisionJob& j, Tensor* vision_hidden) {
   auto& job = dynamic_cast<Job&>(j);
-  if (!job.finished) vision_run(job, 1);
-  if (vision_hidden) *vision_hidden = job.hidden;
-  return std::make_shared<TensorEmbeds>(job.embeds, model_.ops());
+  return std::make_shared<TensorEmbeds>(model_.vision().finish(*job.state, vision_hidden), model_.ops());
 }
+
+int CpuExecutor::vision_layers() const { return model_.vision().depth(); }
 
 void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden) {
   const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;

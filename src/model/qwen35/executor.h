@@ -24,11 +24,15 @@ class CpuExecutor : public model::Executor {
   int64_t kv_bytes_per_block() const override;
   int64_t state_slots() const override { return states_.n_slots(); }
 
-  // The tower runs whole in the first vision_run call (vision_layers() is 1).
+  // The tower a few blocks per call (VisionTower::begin / run / finish): begin embeds the patches,
+  // each vision_run advances up to n blocks, finish runs what is left and the merger.
   std::unique_ptr<VisionJob> vision_begin(const std::vector<ProcessedImage>& images) override;
   void vision_run(VisionJob& job, int n_layers) override;
   std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) override;
-  int vision_layers() const override { return 1; }
+  int vision_layers() const override;
+  // Host kernels keep no state between calls (kernels/ops.h): the vision lane may encode while
+  // step() runs (this executor records no taps).
+  bool concurrent_vision() const override { return true; }
   void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) override;
 
  private:

@@ -1,6 +1,8 @@
 #include "model/qwen35/vision.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "model/taps.h"
 #include "model/vision_encoder.h"
@@ -18,20 +20,21 @@ void linear(kernels::Ops& ops, const kernels::View& x, const Linear& l, const ke
 
 }  // namespace
 
-Tensor VisionTower::forward(const float* patches, const std::vector<Grid>& grids, Tensor* last_hidden,
-                            Taps* taps) const {
-  const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim(), nh = cfg_.num_heads, I = cfg_.intermediate_size;
-  const int64_t P = cfg_.patch_values(), m2 = static_cast<int64_t>(cfg_.spatial_merge_size) * cfg_.spatial_merge_size;
+std::unique_ptr<VisionState> VisionTower::begin(const float* patches, const std::vector<Grid>& grids,
+                                                Taps* taps) const {
+  const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim(), I = cfg_.intermediate_size;
+  const int64_t P = cfg_.patch_values();
+  auto st = std::make_unique<VisionState>();
+  st->grids = grids;
   int64_t N = 0;
   for (const Grid& g : grids) N += g.patches();
-  auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
+  st->n = N;
 
   // Host-side inputs: RoPE tables and the resampled position embeddings, image by image.
   std::vector<float> cos_h(N * hd / 2), sin_h(N * hd / 2), pos_h(N * V, 0.0f);
   {
     int64_t off = 0;
     const int side = cfg_.grid_side();
-    std::vector<float> table_row(V);
     for (const Grid& g : grids) {
       const RopeTable t = vision_rope(cfg_, g);
       std::copy(t.cos.begin(), t.cos.end(), cos_h.begin() + off * hd / 2);
@@ -47,33 +50,43 @@ Tensor VisionTower::forward(const float* patches, const std::vector<Grid>& grids
       off += g.patches();
     }
   }
-  Tensor cos = backend_tensor(ops_, N, hd / 2), sin = backend_tensor(ops_, N, hd / 2);
+  st->cos = backend_tensor(ops_, N, hd / 2);
+  st->sin = backend_tensor(ops_, N, hd / 2);
   Tensor pos = backend_tensor(ops_, N, V), in = backend_tensor(ops_, N, P);
-  ops_.from_host(cos.raw(), cos_h.data(), cos_h.size() * sizeof(float));
-  ops_.from_host(sin.raw(), sin_h.data(), sin_h.size() * sizeof(float));
+  ops_.from_host(st->cos.raw(), cos_h.data(), cos_h.size() * sizeof(float));
+  ops_.from_host(st->sin.raw(), sin_h.data(), sin_h.size() * sizeof(float));
   ops_.from_host(pos.raw(), pos_h.data(), pos_h.size() * sizeof(float));
   ops_.from_host(in.raw(), patches, static_cast<size_t>(N * P) * sizeof(float));
 
-  Tensor x_buf = backend_tensor(ops_, N, V), h_buf = backend_tensor(ops_, N, V);
-  Tensor qkv_buf = backend_tensor(ops_, N, 3 * V), attn_buf = backend_tensor(ops_, N, V);
-  Tensor mlp_buf = backend_tensor(ops_, N, I);
-  const kernels::View x = view_of(ops_, x_buf), h = view_of(ops_, h_buf), qkv = view_of(ops_, qkv_buf);
-  const kernels::View q = qkv.cols_range(0, V), k = qkv.cols_range(V, V), v = qkv.cols_range(2 * V, V);
-  const kernels::View attn = view_of(ops_, attn_buf), mlp = view_of(ops_, mlp_buf);
-  const kernels::View cv = view_of(ops_, cos), sv = view_of(ops_, sin);
-
+  st->x = backend_tensor(ops_, N, V);
+  st->h = backend_tensor(ops_, N, V);
+  st->qkv = backend_tensor(ops_, N, 3 * V);
+  st->attn = backend_tensor(ops_, N, V);
+  st->mlp = backend_tensor(ops_, N, I);
+  const kernels::View x = view_of(ops_, st->x);
   linear(ops_, view_of(ops_, in), w_.patch_embed, x);
-  emit(-1, "patch_embed", x);
+  tap(taps, ops_, "vision", -1, "patch_embed", x);
   ops_.add(x, view_of(ops_, pos));
-  emit(-1, "pos_embed", x);
-  for (int l = 0; l < cfg_.depth; ++l) {
+  tap(taps, ops_, "vision", -1, "pos_embed", x);
+  return st;
+}
+
+void VisionTower::run(VisionState& st, int n_layers, Taps* taps) const {
+  const int64_t V = cfg_.hidden_size, hd = cfg_.head_dim(), nh = cfg_.num_heads;
+  const kernels::View x = view_of(ops_, st.x), h = view_of(ops_, st.h), qkv = view_of(ops_, st.qkv);
+  const kernels::View q = qkv.cols_range(0, V), k = qkv.cols_range(V, V), v = qkv.cols_range(2 * V, V);
+  const kernels::View attn = view_of(ops_, st.attn), mlp = view_of(ops_, st.mlp);
+  const kernels::View cv = view_of(ops_, st.cos), sv = view_of(ops_, st.sin);
+  auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
+  const int end = std::min(cfg_.depth, st.next_layer + std::max(0, n_layers));
+  for (int l = st.next_layer; l < end; ++l) {
     const VisionBlockWeights& B = w_.blocks[l];
     ops_.layer_norm(x, B.norm1_w, B.norm1_b, cfg_.norm_eps, h);
     linear(ops_, h, B.qkv, qkv);
     ops_.rope(q, cv, sv);
     ops_.rope(k, cv, sv);
     int64_t off = 0;
-    for (const Grid& g : grids) {  // bidirectional attention within each image
+    for (const Grid& g : st.grids) {  // bidirectional attention within each image
       kernels::AttentionParams ap;
       ap.n_kv = g.patches();
       ap.n_heads = ap.n_kv_heads = nh;
@@ -94,6 +107,14 @@ Tensor VisionTower::forward(const float* patches, const std::vector<Grid>& grids
     ops_.add(x, h);
     emit(l, "out", x);
   }
+  st.next_layer = end;
+}
+
+Tensor VisionTower::finish(VisionState& st, Tensor* last_hidden, Taps* taps) const {
+  run(st, cfg_.depth, taps);  // whatever blocks are left
+  const int64_t V = cfg_.hidden_size, N = st.n;
+  const int64_t m2 = static_cast<int64_t>(cfg_.spatial_merge_size) * cfg_.spatial_merge_size;
+  const kernels::View x = view_of(ops_, st.x), h = view_of(ops_, st.h);
   if (last_hidden) {
     *last_hidden = Tensor::empty(DType::kF32, {N, V});
     ops_.to_host(last_hidden->raw(), x.f32(), static_cast<size_t>(N * V) * sizeof(float));
@@ -107,9 +128,18 @@ Tensor VisionTower::forward(const float* patches, const std::vector<Grid>& grids
   linear(ops_, merged, w_.merger_fc1, z);
   ops_.gelu(z);
   linear(ops_, z, w_.merger_fc2, view_of(ops_, out));
-  emit(-1, "merger_out", view_of(ops_, out));
+  tap(taps, ops_, "vision", -1, "merger_out", view_of(ops_, out));
   ops_.synchronize();
+  // The residual stream and the blocks' buffers are not needed any more.
+  st.x = st.h = st.qkv = st.attn = st.mlp = st.cos = st.sin = Tensor();
   return out;
+}
+
+Tensor VisionTower::forward(const float* patches, const std::vector<Grid>& grids, Tensor* last_hidden,
+                            Taps* taps) const {
+  const std::unique_ptr<VisionState> st = begin(patches, grids, taps);
+  run(*st, cfg_.depth, taps);
+  return finish(*st, last_hidden, taps);
 }
 
 }  // namespace locr::model::qwen35

@@ -6,6 +6,7 @@
 //   four consecutive rows), fc2(gelu(fc1(.))) -> [patches / 4, text hidden]
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
@@ -20,6 +21,15 @@ class Taps;
 
 namespace locr::model::qwen35 {
 
+// A forward pass in progress (begin / run / finish): the images' grids, the residual stream and the
+// blocks' buffers, in backend memory, so an engine can run a few blocks per step.
+struct VisionState {
+  std::vector<Grid> grids;
+  int64_t n = 0;       // patches
+  int next_layer = 0;  // blocks done
+  Tensor cos, sin, x, h, qkv, attn, mlp;
+};
+
 class VisionTower {
  public:
   VisionTower(const VisionConfig& cfg, const VisionWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
@@ -29,6 +39,13 @@ class VisionTower {
   // `last_hidden`, when set, receives a host copy of the last block's output [sum patches, hidden].
   Tensor forward(const float* patches, const std::vector<Grid>& grids, Tensor* last_hidden = nullptr,
                  Taps* taps = nullptr) const;
+  // forward() in parts, the same ops in the same order (the same bits): begin() embeds the patches
+  // and adds the position embeddings, run() advances up to n_layers blocks, finish() runs the blocks
+  // left and the merger (and frees the blocks' buffers).
+  std::unique_ptr<VisionState> begin(const float* patches, const std::vector<Grid>& grids, Taps* taps = nullptr) const;
+  void run(VisionState& st, int n_layers, Taps* taps = nullptr) const;
+  Tensor finish(VisionState& st, Tensor* last_hidden = nullptr, Taps* taps = nullptr) const;
+  int depth() const { return cfg_.depth; }
 
  private:
   const VisionConfig& cfg_;
