@@ -27,6 +27,7 @@
 #include "model/gguf_export.h"
 #include "model/lighton_ocr.h"
 #include "runtime/generate.h"
+#include "vector_cosine.h"
 
 namespace fs = std::filesystem;
 
@@ -436,15 +437,7 @@ TEST(GgufExport, Q4_KMFallsBackWhereLlamaQuantizeDoes) {
   EXPECT_TRUE(io::read_file(default_mmproj_path(text)) == io::read_file(default_mmproj_path(q8)));
 }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using test::cosine;
 
 double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

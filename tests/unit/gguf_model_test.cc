@@ -21,6 +21,7 @@
 #include "model/gguf_checkpoint.h"
 #include "model/lighton_ocr.h"
 #include "runtime/generate.h"
+#include "vector_cosine.h"
 
 namespace fs = std::filesystem;
 
@@ -300,15 +301,7 @@ std::string dequantized_checkpoint(const std::string& q8) {
   return dst.string();
 }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using test::cosine;
 
 TEST(GgufModel, Q8_0GgufRunsNativelyAgainstTheDequantizedReference) {
   const std::string deq = dequantized_checkpoint(gguf("tiny_a-q8_0.gguf"));

@@ -23,6 +23,7 @@
 #include "kernels/cpu/quant_q6_k.h"
 #include "model/lighton_ocr.h"
 #include "runtime/generate.h"
+#include "vector_cosine.h"
 
 namespace fs = std::filesystem;
 
@@ -159,15 +160,7 @@ std::unique_ptr<LightOnOcr> load(const fs::path& file, const std::string& backen
   return LightOnOcr::load(file.string(), lo);
 }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using test::cosine;
 
 TEST(GgufQ4_K, Q4_KTensorsRunNativelyWithTheDequantizedWeightsLogits) {
   const fs::path dir = fs::temp_directory_path() / ("locr_gguf_q4k_" + std::to_string(::getpid()));

@@ -16,6 +16,7 @@
 #include "model/lighton_ocr.h"
 #include "model/quantize_weights.h"
 #include "runtime/generate.h"
+#include "vector_cosine.h"
 
 namespace locr::model {
 namespace {
@@ -52,15 +53,7 @@ Captured run(const LightOnOcr& m, bool with_image) {
   return c;
 }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using test::cosine;
 
 TEST(QuantizeWeights, Q8_0QuantizesTheMatmulWeightsAndKeepsTheRest) {
   const auto m = load("Q8_0");  // vLLM-style case-insensitive spelling

@@ -14,6 +14,7 @@
 #include "io/image.h"
 #include "model/qwen35/model.h"
 #include "runtime/generate.h"
+#include "vector_cosine.h"
 
 namespace locr::model::qwen35 {
 namespace {
@@ -60,15 +61,7 @@ Captured run(const Model& m, bool with_image) {
   return c;
 }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using test::cosine;
 
 TEST(Qwen35Quantize, Q8_0QuantizesTheLinearLayersAndKeepsTheRest) {
   for (const char* name : {"qwen35_a", "qwen35_b"}) {
