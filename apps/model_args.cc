@@ -70,9 +70,9 @@ bool is_qwen35_model(const std::string& path) { return model::qwen35::is_qwen35_
 
 std::unique_ptr<model::Model> load_model_at(const std::string& path, const model::LoadOptions& lo) {
   if (is_gguf_path(path) || !is_qwen35_model(path)) return model::LightOnOcr::load(path, lo);
-  if (!(lo.kv_cache_dtype.empty() || lo.kv_cache_dtype == "auto") || !lo.mmproj.empty() || lo.image_align != 28)
-    fail(ErrorKind::kUnsupported, "--kv-cache-dtype, --mmproj and --image-align are not supported for Qwen3.5 models ",
-         "(LightOnOCR-3-0.8B / -4B) yet");
+  if (!lo.mmproj.empty() || lo.image_align != 28)
+    fail(ErrorKind::kUnsupported, "--mmproj and --image-align are not supported for Qwen3.5 models ",
+         "(LightOnOCR-3-0.8B / -4B)");
   return model::qwen35::Model::load(path, lo);
 }
 
@@ -81,7 +81,7 @@ std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops) {
   const std::string path = model_path(a.get("model"));
   if (!model::qwen35::is_qwen35_config(read_config(path))) return load_model(a, profile_ops);
   ThreadPool::set_global_threads(a.get_int("threads", 0));
-  for (const char* opt : {"kv-cache-dtype", "mmproj", "image-align"})
+  for (const char* opt : {"mmproj", "image-align"})
     if (a.has(opt))
       fail(ErrorKind::kUnsupported, "--", opt, " is not supported for Qwen3.5 models (LightOnOCR-3-0.8B / -4B) yet");
   model::LoadOptions lo;
@@ -90,6 +90,8 @@ std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops) {
   lo.backend = a.get("backend", a.get("device", "cpu") == "cuda" ? "cuda" : dtype == "f32" ? "cpu-f32" : "cpu-bf16");
   lo.chat_template_file = a.get("chat-template");
   lo.quantization = a.get("quantization");
+  lo.kv_cache_dtype = a.get("kv-cache-dtype");
+  model::parse_kv_cache_dtype(lo.kv_cache_dtype);  // a bad value fails before the weights load
   lo.profile_ops = profile_ops;
   return model::qwen35::Model::load(path, lo);
 }

@@ -476,9 +476,9 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
   std::unique_ptr<model::Model> model;
   if (!gguf && is_qwen35_model(dir)) {
     // LightOnOCR-3-0.8B / -4B (model/qwen35/): what that family does not have yet is refused.
-    if (!kv_cache_dtype.empty() || !lo.mmproj.empty() || a.has("image-align") || lo.backend == "cuda")
-      fail(ErrorKind::kUnsupported, "--kv-cache-dtype, --mmproj, --image-align and the cuda backend ",
-           "are not supported for Qwen3.5 models (LightOnOCR-3-0.8B / -4B) yet");
+    if (!lo.mmproj.empty() || a.has("image-align") || lo.backend == "cuda")
+      fail(ErrorKind::kUnsupported, "--mmproj, --image-align and the cuda backend are not supported for Qwen3.5 ",
+           "models (LightOnOCR-3-0.8B / -4B) yet");
     model = model::qwen35::Model::load(dir, lo);
   } else {
     model = model::LightOnOcr::load(dir, lo);

@@ -1,4 +1,4 @@
-// `--quantization q8_0 | q4_k` on a Qwen3.5 model (model/qwen35/weights.h quantize_weights): the
+// `--quantization q8_0 | q4_k` and `--kv-cache-dtype` on a Qwen3.5 model (model/qwen35/weights.h quantize_weights): the
 // linear layers of the hybrid decoder (stacked attention and DeltaNet projections part by part) and
 // of the vision tower become Q8_0 at load, the rest stays as stored; the quantized model stays within
 // kBound (below) of the checkpoint's own FP32 forward pass on a text and an image prompt of the
@@ -31,10 +31,11 @@ const std::string kFixtures = LOCR_FIXTURES_DIR;
 constexpr double kBound = 0.99;
 
 std::unique_ptr<Model> load(const std::string& name, const std::string& quantization,
-                            const std::string& backend = "cpu-f32") {
+                            const std::string& backend = "cpu-f32", const std::string& kv_cache_dtype = "") {
   LoadOptions lo;
   lo.backend = backend;
   lo.quantization = quantization;
+  lo.kv_cache_dtype = kv_cache_dtype;
   return Model::load(kFixtures + "/qwen35/" + name, lo);
 }
 
@@ -128,6 +129,25 @@ TEST(Qwen35Quantize, Q4_KRunsAndQ4_K_MIsRefused) {
     ADD_FAILURE() << "q4_k_m accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("q4_k_m is not supported for Qwen3.5"), std::string::npos) << e.what();
+  }
+}
+
+// --kv-cache-dtype bfloat16 / fp8 on a Qwen3.5 model: the full-attention layers' KV pool holds that
+// type (a block of it is smaller), and the prompt's logits and hidden states stay within kBound of
+// the F32 cache's (the DeltaNet layers keep their F32 state either way).
+TEST(Qwen35KvCacheDtype, Bf16AndFp8CachesStayCloseToF32) {
+  const auto f = load("qwen35_b", "");
+  const Captured ref = run(*f, true);
+  for (const char* dtype : {"bfloat16", "fp8"}) {
+    SCOPED_TRACE(dtype);
+    const auto m = load("qwen35_b", "", "cpu-f32", dtype);
+    EXPECT_EQ(m->kv_dtype(), std::string(dtype) == "fp8" ? DType::kF8E4M3 : DType::kBF16);
+    EXPECT_LT(m->kv_bytes_per_block(16), f->kv_bytes_per_block(16));
+    const Captured c = run(*m, true);
+    ASSERT_EQ(c.logits.size(), ref.logits.size());
+    EXPECT_NE(c.logits, ref.logits) << "the cache type changed nothing";
+    EXPECT_GT(cosine(c.logits, ref.logits), kBound);
+    EXPECT_GT(cosine(c.hidden, ref.hidden), kBound);
   }
 }
 

@@ -64,7 +64,11 @@ struct Seq {
 
 class Decoder {
  public:
-  Decoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}
+  Decoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops)
+      : cfg_(cfg), w_(w), ops_(ops), kv_dtype_(ops.kv_dtype()) {}
+  // kv_dtype: the KV cache element type of --kv-cache-dtype (model/kv_cache_dtype.h), on every backend.
+  Decoder(const TextConfig& cfg, const TextWeights& w, kernels::Ops& ops, DType kv_dtype)
+      : cfg_(cfg), w_(w), ops_(ops), kv_dtype_(kv_dtype) {}
 
   // x: [rows, hidden] input embeddings of all rows (host memory on host backends), overwritten with
   // the final-normed hidden states. on_hidden(i, [rows, hidden] host) for i = 0..L as transformers'
@@ -73,8 +77,8 @@ class Decoder {
                const std::function<void(int, const float*)>& on_hidden = nullptr) const;
 
   void embed(const int32_t* ids, int64_t n, float* out) const;
-  // The element type the kernels want the KV cache in (Ops::kv_dtype).
-  DType kv_dtype() const { return ops_.kv_dtype(); }
+  // The KV cache's element type: the backend's (Ops::kv_dtype) unless --kv-cache-dtype chose another.
+  DType kv_dtype() const { return kv_dtype_; }
   // logits [n, vocab] of n final hidden states.
   void logits(const float* h, int64_t n, float* out) const;
 
@@ -82,6 +86,7 @@ class Decoder {
   const TextConfig& cfg_;
   const TextWeights& w_;
   kernels::Ops& ops_;
+  DType kv_dtype_;
 };
 
 }  // namespace locr::model::qwen35

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "io/file.h"
 #include "model/json_fields.h"
+#include "model/kv_cache_dtype.h"
 
 namespace locr::model::qwen35 {
 
@@ -36,7 +38,10 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   if (!opts.quantization.empty()) quantize_weights(m->weights_, opts.quantization);
   m->ops_ = make_model_ops(opts);
   prepare_weights(m->weights_, *m->ops_);
-  m->decoder_ = std::make_unique<Decoder>(m->config_.text, m->weights_.text, *m->ops_);
+  const std::optional<DType> kv = parse_kv_cache_dtype(opts.kv_cache_dtype);
+  if (kv == DType::kF8E4M3) LOCR_INFO("KV cache: FP8 E4M3 with one f32 scale per token and kv head");
+  m->decoder_ = kv ? std::make_unique<Decoder>(m->config_.text, m->weights_.text, *m->ops_, *kv)
+                   : std::make_unique<Decoder>(m->config_.text, m->weights_.text, *m->ops_);
   m->vision_ = std::make_unique<VisionTower>(m->config_.vision, m->weights_.vision, *m->ops_);
   return m;
 }
