@@ -99,8 +99,8 @@ std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops) {
 std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
   if (model::qwen35::is_qwen35_config(read_config(model_path(a.get("model")))))
-    fail(ErrorKind::kUnsupported, a.get("model"), " is a Qwen3.5 model (LightOnOCR-3-0.8B / -4B): locr serve, ocr, ",
-         "generate, dump and chat run it; this command does not yet");
+    fail(ErrorKind::kUnsupported, a.get("model"), " is a Qwen3.5 model (LightOnOCR-3-0.8B / -4B): load it with ",
+         "load_any_model (serve, ocr, generate, dump, chat, perf and eval do)");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
   const std::string dtype = a.get("dtype", "bf16");
