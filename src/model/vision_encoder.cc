@@ -20,6 +20,22 @@ Tensor backend_tensor(kernels::Ops& ops, int64_t rows, int64_t cols) {
   return Tensor(DType::kF32, {rows, cols}, data, std::move(p));
 }
 
+void attention_per_image(kernels::Ops& ops, const kernels::View& q, const kernels::View& k, const kernels::View& v,
+                         const kernels::View& out, const std::vector<int64_t>& patches, int64_t n_heads,
+                         int64_t head_dim) {
+  int64_t off = 0;
+  for (const int64_t n : patches) {
+    kernels::AttentionParams ap;
+    ap.n_kv = n;
+    ap.n_heads = ap.n_kv_heads = n_heads;
+    ap.head_dim = head_dim;
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    ap.causal = false;
+    ops.attention(q.rows_range(off, n), k.rows_range(off, n), v.rows_range(off, n), out.rows_range(off, n), ap);
+    off += n;
+  }
+}
+
 namespace {
 
 // A 2-D F32 tensor of backend memory as a view for the ops.
@@ -87,6 +103,8 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
   const kernels::View gate_up_all = view_of(ops_, gate_up_buf);  // [gate | up] of a chunk's patches
   const kernels::View cos = view_of(ops_, s.cos), sin = view_of(ops_, s.sin);
   auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
+  std::vector<int64_t> image_patches;
+  for (const auto& g : s.grids) image_patches.push_back(g.n_patches());
 
   for (int l = s.next_layer; l < end; ++l) {
     const VisionLayerWeights& L = w_.layers[l];
@@ -98,18 +116,7 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
     emit(l, "q", q);
     emit(l, "k", k);
     emit(l, "v", v);
-    int64_t off = 0;
-    for (const auto& g : s.grids) {  // bidirectional attention within each image
-      kernels::AttentionParams ap;
-      ap.n_kv = g.n_patches();
-      ap.n_heads = ap.n_kv_heads = nh;
-      ap.head_dim = hd;
-      ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      ap.causal = false;
-      const int64_t n = g.n_patches();
-      ops_.attention(q.rows_range(off, n), k.rows_range(off, n), v.rows_range(off, n), attn.rows_range(off, n), ap);
-      off += n;
-    }
+    attention_per_image(ops_, q, k, v, attn, image_patches, nh, hd);
     emit(l, "attn_out", attn);
     ops_.matmul(attn, L.o_proj, h);
     emit(l, "attn_proj", h);

@@ -77,6 +77,13 @@ class Projector {
 // A [rows, cols] F32 tensor in `ops`' backend memory.
 Tensor backend_tensor(kernels::Ops& ops, int64_t rows, int64_t cols);
 
+// The vision encoders' attention (Pixtral's and Qwen3.5's): bidirectional within each image of a
+// batch, whose rows are the images' patches in order, `patches[i]` of image i; n_heads heads of
+// head_dim, scaled by 1 / sqrt(head_dim).
+void attention_per_image(kernels::Ops& ops, const kernels::View& q, const kernels::View& k, const kernels::View& v,
+                         const kernels::View& out, const std::vector<int64_t>& patches, int64_t n_heads,
+                         int64_t head_dim);
+
 // The channel-major 2x2 merge alone (host; exposed for tests): in [grid_h*grid_w, d] row-major grid ->
 // out [(grid_h/m)*(grid_w/m), d*m*m] with out[i*(gw/m)+j][c*m*m + a*m + b] = in[(m*i+a)*gw + (m*j+b)][c].
 // Odd trailing rows/columns are dropped, as torch's unfold does.

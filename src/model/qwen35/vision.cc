@@ -79,24 +79,15 @@ void VisionTower::run(VisionState& st, int n_layers, Taps* taps) const {
   const kernels::View cv = view_of(ops_, st.cos), sv = view_of(ops_, st.sin);
   auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
   const int end = std::min(cfg_.depth, st.next_layer + std::max(0, n_layers));
+  std::vector<int64_t> image_patches;
+  for (const Grid& g : st.grids) image_patches.push_back(g.patches());
   for (int l = st.next_layer; l < end; ++l) {
     const VisionBlockWeights& B = w_.blocks[l];
     ops_.layer_norm(x, B.norm1_w, B.norm1_b, cfg_.norm_eps, h);
     linear(ops_, h, B.qkv, qkv);
     ops_.rope(q, cv, sv);
     ops_.rope(k, cv, sv);
-    int64_t off = 0;
-    for (const Grid& g : st.grids) {  // bidirectional attention within each image
-      kernels::AttentionParams ap;
-      ap.n_kv = g.patches();
-      ap.n_heads = ap.n_kv_heads = nh;
-      ap.head_dim = hd;
-      ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      ap.causal = false;
-      const int64_t n = g.patches();
-      ops_.attention(q.rows_range(off, n), k.rows_range(off, n), v.rows_range(off, n), attn.rows_range(off, n), ap);
-      off += n;
-    }
+    attention_per_image(ops_, q, k, v, attn, image_patches, nh, hd);
     emit(l, "attn_out", attn);
     linear(ops_, attn, B.proj, h);
     ops_.add(x, h);
