@@ -53,10 +53,10 @@ void add_sampling_options(Args& a) {
 
 namespace {
 
-// config.json of a model directory, or null (a GGUF file, no config, not JSON: the loaders say why).
+// config.json of a model directory, or null (a GGUF file or no config, not JSON: the loaders say why).
 nlohmann::json read_config(const std::string& path) {
   const std::string cfg = io::join_path(path, "config.json");
-  if (is_gguf_path(path) || !io::file_exists(cfg)) return nullptr;
+  if (!io::file_exists(cfg)) return nullptr;
   try {
     return nlohmann::json::parse(io::read_file(cfg));
   } catch (const std::exception&) {
@@ -69,7 +69,7 @@ nlohmann::json read_config(const std::string& path) {
 bool is_qwen35_model(const std::string& path) { return model::qwen35::is_qwen35_config(read_config(path)); }
 
 std::unique_ptr<model::Model> load_model_at(const std::string& path, const model::LoadOptions& lo) {
-  if (is_gguf_path(path) || !is_qwen35_model(path)) return model::LightOnOcr::load(path, lo);
+  if (!is_qwen35_model(path)) return model::LightOnOcr::load(path, lo);  // a GGUF file has no config.json
   if (!lo.mmproj.empty() || lo.image_align != 28)
     fail(ErrorKind::kUnsupported, "--mmproj and --image-align are not supported for Qwen3.5 models ",
          "(LightOnOCR-3-0.8B / -4B)");
@@ -78,29 +78,6 @@ std::unique_ptr<model::Model> load_model_at(const std::string& path, const model
 
 std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops) {
   if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
-  const std::string path = model_path(a.get("model"));
-  if (!model::qwen35::is_qwen35_config(read_config(path))) return load_model(a, profile_ops);
-  ThreadPool::set_global_threads(a.get_int("threads", 0));
-  for (const char* opt : {"mmproj", "image-align"})
-    if (a.has(opt))
-      fail(ErrorKind::kUnsupported, "--", opt, " is not supported for Qwen3.5 models (LightOnOCR-3-0.8B / -4B) yet");
-  model::LoadOptions lo;
-  const std::string dtype = a.get("dtype", "bf16");
-  if (dtype != "bf16" && dtype != "f32") fail(ErrorKind::kInvalidArgument, "--dtype must be bf16 or f32, got '", dtype, "'");
-  lo.backend = a.get("backend", a.get("device", "cpu") == "cuda" ? "cuda" : dtype == "f32" ? "cpu-f32" : "cpu-bf16");
-  lo.chat_template_file = a.get("chat-template");
-  lo.quantization = a.get("quantization");
-  lo.kv_cache_dtype = a.get("kv-cache-dtype");
-  model::parse_kv_cache_dtype(lo.kv_cache_dtype);  // a bad value fails before the weights load
-  lo.profile_ops = profile_ops;
-  return model::qwen35::Model::load(path, lo);
-}
-
-std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops) {
-  if (!a.has("model")) fail(ErrorKind::kInvalidArgument, "--model DIR is required");
-  if (model::qwen35::is_qwen35_config(read_config(model_path(a.get("model")))))
-    fail(ErrorKind::kUnsupported, a.get("model"), " is a Qwen3.5 model (LightOnOCR-3-0.8B / -4B): load it with ",
-         "load_any_model (serve, ocr, generate, dump, chat, perf and eval do)");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   model::LoadOptions lo;
   const std::string dtype = a.get("dtype", "bf16");
@@ -115,7 +92,7 @@ std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops) {
   model::parse_kv_cache_dtype(lo.kv_cache_dtype);  // a bad value fails before the weights load
   lo.mmproj = a.get("mmproj");
   lo.profile_ops = profile_ops;
-  return model::LightOnOcr::load(model_path(a.get("model")), lo);
+  return load_model_at(model_path(a.get("model")), lo);
 }
 
 bool is_gguf_path(const std::string& spec) {

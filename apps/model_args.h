@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/args.h"
-#include "model/lighton_ocr.h"
+#include "model/lighton_ocr.h"  // model::LoadOptions
 #include "runtime/generate.h"
 #include "runtime/request_path.h"
 
@@ -19,12 +19,10 @@ void add_model_options(Args& a);
 void add_prompt_options(Args& a);
 void add_sampling_options(Args& a);
 
-// profile_ops: time every op (kernels::ProfiledOps, `locr perf --profile-ops`). A LightOnOCR model
-// (Pixtral + Qwen3); a Qwen3.5 model (LightOnOCR-3-0.8B / -4B) is refused with a message naming the
-// commands that run it.
-std::unique_ptr<model::LightOnOcr> load_model(const Args& a, bool profile_ops = false);
-// Either architecture, picked from config.json (model_type "qwen3_5": model/qwen35/model.h): what
-// the commands that run through model::Model and runtime::generate load (generate, dump).
+// The model of --model (a directory, ORG/NAME, or a text GGUF with --mmproj), either architecture,
+// picked from config.json (model_type "qwen3_5": model/qwen35/model.h), with --dtype / --device /
+// --backend, --chat-template, --image-align, --quantization, --kv-cache-dtype and --threads applied;
+// profile_ops: time every op (kernels::ProfiledOps, `locr perf --profile-ops`).
 std::unique_ptr<model::Model> load_any_model(const Args& a, bool profile_ops = false);
 // True when `path` (a model directory) holds a Qwen3.5 model (config.json model_type "qwen3_5").
 bool is_qwen35_model(const std::string& path);

@@ -21,8 +21,6 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/devices.h"
 #include "model/kv_cache_dtype.h"
-#include "model/lighton_ocr.h"
-#include "model/qwen35/model.h"
 #include "runtime/executor_factory.h"
 #include "server/auth.h"
 #include "server/http_server.h"
@@ -473,16 +471,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
   lo.kv_cache_dtype = kv_cache_dtype;
   if (lo.image_align != 28 && lo.image_align != 14) fail(ErrorKind::kInvalidArgument, "--image-align must be 28 or 14");
   lo.mmproj = a.get("mmproj");
-  std::unique_ptr<model::Model> model;
-  if (!gguf && is_qwen35_model(dir)) {
-    // LightOnOCR-3-0.8B / -4B (model/qwen35/): what that family does not have yet is refused.
-    if (!lo.mmproj.empty() || a.has("image-align") || lo.backend == "cuda")
-      fail(ErrorKind::kUnsupported, "--mmproj, --image-align and the cuda backend are not supported for Qwen3.5 ",
-           "models (LightOnOCR-3-0.8B / -4B) yet");
-    model = model::qwen35::Model::load(dir, lo);
-  } else {
-    model = model::LightOnOcr::load(dir, lo);
-  }
+  std::unique_ptr<model::Model> model = load_model_at(dir, lo);  // either architecture (config.json)
   so.debug_forced_ids = forced_output_ids(a, *model);
   if (so.speculative.enabled() && model->state_bytes_per_sequence() > 0) {
     LOCR_WARN("serve: --speculative-config has no effect on this model (", model->architecture(),

@@ -121,5 +121,18 @@ TEST(Qwen35Cli, CommandsWithoutQwen35SupportSaySo) {
   EXPECT_FALSE(fs::exists(t / "q.gguf"));
 }
 
+// Options this family does not have are refused, naming them, by the in-process commands and by serve.
+TEST(Qwen35Cli, OptionsTheFamilyLacksAreRefused) {
+  for (const std::string extra : {" --image-align 14", " --mmproj x.gguf"}) {
+    const auto r = run_cmd(std::string(LOCR_BIN) + " generate --model " + kModel + " --prompt hi" + extra + " 2>&1");
+    EXPECT_NE(r.status, 0) << extra;
+    EXPECT_NE(r.out.find("--mmproj and --image-align are not supported for Qwen3.5 models"), std::string::npos)
+        << extra << ": " << r.out;
+  }
+  const auto s = run_cmd(std::string(LOCR_BIN) + " serve " + kModel + " --port 0 --max-model-len 4096 --mmproj x.gguf 2>&1");
+  EXPECT_NE(s.status, 0);
+  EXPECT_NE(s.out.find("not supported for Qwen3.5 models"), std::string::npos) << s.out;
+}
+
 }  // namespace
 }  // namespace locr::test
