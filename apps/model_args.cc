@@ -8,7 +8,9 @@
 #include "io/file.h"
 #include "io/image.h"
 #include "model/kv_cache_dtype.h"
+#include "io/gguf.h"
 #include "model/qwen35/config.h"
+#include "model/qwen35/gguf.h"
 #include "model/qwen35/model.h"
 #include "toolkit/hub.h"
 
@@ -66,13 +68,28 @@ nlohmann::json read_config(const std::string& path) {
 
 }  // namespace
 
-bool is_qwen35_model(const std::string& path) { return model::qwen35::is_qwen35_config(read_config(path)); }
+bool is_qwen35_model(const std::string& path) {
+  if (is_gguf_path(path) && io::file_exists(path) && !std::filesystem::is_directory(path)) {
+    try {
+      return model::qwen35::is_qwen35_gguf(*io::GgufFile::open(path));
+    } catch (const Error&) {
+      return false;  // the loader says what is wrong with the file
+    }
+  }
+  return model::qwen35::is_qwen35_config(read_config(path));
+}
 
 std::unique_ptr<model::Model> load_model_at(const std::string& path, const model::LoadOptions& lo) {
-  if (!is_qwen35_model(path)) return model::LightOnOcr::load(path, lo);  // a GGUF file has no config.json
+  if (is_gguf_path(path) && io::file_exists(path) && !std::filesystem::is_directory(path)) {
+    // One parse of the text GGUF: its architecture picks the family, and the family's loader keeps it.
+    auto text = io::GgufFile::open(path);
+    if (model::qwen35::is_qwen35_gguf(*text)) return model::qwen35::Model::load_gguf(std::move(text), path, lo);
+    return model::LightOnOcr::load(path, lo);
+  }
+  if (!is_qwen35_model(path)) return model::LightOnOcr::load(path, lo);
   if (!lo.mmproj.empty() || lo.image_align != 28)
     fail(ErrorKind::kUnsupported, "--mmproj and --image-align are not supported for Qwen3.5 models ",
-         "(LightOnOCR-3-0.8B / -4B)");
+         "(LightOnOCR-3-0.8B / -4B) given as a directory (--mmproj goes with a text GGUF, TEXT.gguf)");
   return model::qwen35::Model::load(path, lo);
 }
 

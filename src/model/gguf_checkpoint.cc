@@ -2,64 +2,22 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <unordered_set>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#include "model/gguf_binder.h"
 
 namespace locr::model {
 
 using nlohmann::json;
 
-namespace {
-
-const json* meta(const io::GgufFile& f, const std::string& key) {
-  return f.has(key) ? &f.metadata()[key] : nullptr;
-}
-
-int64_t meta_int(const io::GgufFile& f, const std::string& key, int64_t def, bool required = false) {
-  const json* v = meta(f, key);
-  if (!v) {
-    if (required) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is missing");
-    return def;
-  }
-  if (!v->is_number_integer())
-    fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is not an integer (", v->dump(), ")");
-  const int64_t x = v->get<int64_t>();
-  if (required && x <= 0) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' must be positive, got ", x);
-  return x;
-}
-
-double meta_float(const io::GgufFile& f, const std::string& key, double def) {
-  const json* v = meta(f, key);
-  if (!v) return def;
-  if (!v->is_number()) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is not a number");
-  return v->get<double>();
-}
-
-std::string meta_string(const io::GgufFile& f, const std::string& key) {
-  const json* v = meta(f, key);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
-bool meta_bool(const io::GgufFile& f, const std::string& key, bool def) {
-  const json* v = meta(f, key);
-  return v && v->is_boolean() ? v->get<bool>() : def;
-}
-
-int to_int(int64_t v, const io::GgufFile& f, const char* key) {
-  if (v > (1 << 30)) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is too large (", v, ")");
-  return static_cast<int>(v);
-}
-
-}  // namespace
 
 GgufCheckpoint open_gguf_checkpoint(const std::string& text_path, const std::string& mmproj_path) {
   GgufCheckpoint ck;
   ck.text = io::GgufFile::open(text_path);
-  const std::string arch = meta_string(*ck.text, "general.architecture");
+  const std::string arch = gguf_meta_string(*ck.text, "general.architecture");
   if (arch == "clip")
     fail(ErrorKind::kInvalidArgument, text_path, " is an mmproj (general.architecture 'clip'): give the text GGUF "
          "(arch 'qwen3') as the model and this file with --mmproj");
@@ -69,53 +27,78 @@ GgufCheckpoint open_gguf_checkpoint(const std::string& text_path, const std::str
   if (mmproj_path.empty()) return ck;
   ck.mmproj = io::GgufFile::open(mmproj_path);
   const io::GgufFile& m = *ck.mmproj;
-  const std::string march = meta_string(m, "general.architecture");
+  const std::string march = gguf_meta_string(m, "general.architecture");
   if (march != "clip")
     fail(ErrorKind::kInvalidArgument, mmproj_path, ": --mmproj needs an mmproj GGUF (general.architecture 'clip'), "
          "this one is '", march, "'");
-  const std::string proj = meta_string(m, "clip.projector_type");
+  const std::string proj = gguf_meta_string(m, "clip.projector_type");
   if (proj != "lightonocr")
     fail(ErrorKind::kUnsupported, mmproj_path, ": clip.projector_type is '", proj, "'; locr runs LightOnOCR, whose "
          "mmproj has projector type 'lightonocr'");
-  if (!meta_bool(m, "clip.has_vision_encoder", false))
+  if (!gguf_meta_bool(m, "clip.has_vision_encoder", false))
     fail(ErrorKind::kInvalidArgument, mmproj_path, ": clip.has_vision_encoder is not true: the mmproj has no vision "
          "encoder");
   return ck;
 }
 
 int gguf_token_id(const io::GgufFile& text, const std::string& token) {
-  const json* toks = meta(text, "tokenizer.ggml.tokens");
+  const json* toks = gguf_meta(text, "tokenizer.ggml.tokens");
   if (!toks || !toks->is_array()) return -1;
   for (size_t i = 0; i < toks->size(); ++i)
     if ((*toks)[i].is_string() && (*toks)[i].get_ref<const std::string&>() == token) return static_cast<int>(i);
   return -1;
 }
 
-std::string gguf_chat_template(const io::GgufFile& text) { return meta_string(text, "tokenizer.chat_template"); }
+std::string gguf_chat_template(const io::GgufFile& text) { return gguf_meta_string(text, "tokenizer.chat_template"); }
+
+std::string gguf_dir_of(const std::string& path) {
+  const std::filesystem::path p = std::filesystem::path(path).parent_path();
+  return p.empty() ? std::string(".") : p.string();
+}
+
+std::unique_ptr<Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
+                                          const TokenizerOptions& options) {
+  const std::string beside = io::join_path(gguf_dir_of(path), "tokenizer.json");
+  if (io::file_exists(beside)) {
+    LOCR_INFO("gguf: tokenizer from ", beside, " (next to the GGUF; its tokenizer.ggml.* metadata is not used)");
+    return Tokenizer::from_file(beside, options);
+  }
+  return Tokenizer::from_gguf(text, options);
+}
+
+std::string gguf_template_source(const io::GgufFile& text, const std::string& path,
+                                 const std::string& chat_template_file) {
+  if (!chat_template_file.empty()) return io::read_file(chat_template_file);
+  std::string t = gguf_chat_template(text);
+  if (!t.empty()) return t;
+  const std::string beside = io::join_path(gguf_dir_of(path), "chat_template.jinja");
+  if (io::file_exists(beside)) return io::read_file(beside);
+  fail(ErrorKind::kNotFound, path, ": no chat template (no tokenizer.chat_template metadata, no ", beside,
+       "); give one with --chat-template FILE");
+}
 
 ModelConfig gguf_model_config(const GgufCheckpoint& ck) {
   const io::GgufFile& f = *ck.text;
   ModelConfig c;
   c.model_type = "gguf:qwen3";
   TextConfig& t = c.text;
-  t.hidden_size = to_int(meta_int(f, "qwen3.embedding_length", 0, true), f, "qwen3.embedding_length");
-  t.intermediate_size = to_int(meta_int(f, "qwen3.feed_forward_length", 0, true), f, "qwen3.feed_forward_length");
-  t.num_hidden_layers = to_int(meta_int(f, "qwen3.block_count", 0, true), f, "qwen3.block_count");
-  t.num_attention_heads = to_int(meta_int(f, "qwen3.attention.head_count", 0, true), f, "qwen3.attention.head_count");
+  t.hidden_size = gguf_meta_i32(f, "qwen3.embedding_length", 0, true);
+  t.intermediate_size = gguf_meta_i32(f, "qwen3.feed_forward_length", 0, true);
+  t.num_hidden_layers = gguf_meta_i32(f, "qwen3.block_count", 0, true);
+  t.num_attention_heads = gguf_meta_i32(f, "qwen3.attention.head_count", 0, true);
   t.num_key_value_heads =
-      to_int(meta_int(f, "qwen3.attention.head_count_kv", t.num_attention_heads), f, "qwen3.attention.head_count_kv");
-  t.head_dim = to_int(meta_int(f, "qwen3.attention.key_length", t.hidden_size / t.num_attention_heads), f,
-                      "qwen3.attention.key_length");
-  const int64_t vlen = meta_int(f, "qwen3.attention.value_length", t.head_dim);
+      gguf_meta_i32(f, "qwen3.attention.head_count_kv", t.num_attention_heads);
+  t.head_dim = gguf_meta_i32(f, "qwen3.attention.key_length", t.hidden_size / t.num_attention_heads);
+  const int64_t vlen = gguf_meta_int(f, "qwen3.attention.value_length", t.head_dim);
   if (vlen != t.head_dim)
     fail(ErrorKind::kUnsupported, f.name(), ": qwen3.attention.value_length ", vlen, " differs from key_length ",
          t.head_dim, "; LightOnOCR's decoder has one head_dim");
   if (t.num_key_value_heads <= 0 || t.head_dim <= 0 || t.num_attention_heads % t.num_key_value_heads != 0)
     fail(ErrorKind::kInvalidArgument, f.name(), ": head counts ", t.num_attention_heads, "/", t.num_key_value_heads,
          " and head_dim ", t.head_dim, " do not describe a grouped-query attention");
-  t.rms_norm_eps = static_cast<float>(meta_float(f, "qwen3.attention.layer_norm_rms_epsilon", 1e-6));
-  t.rope_theta = meta_float(f, "qwen3.rope.freq_base", 1e6);
-  t.max_position_embeddings = to_int(meta_int(f, "qwen3.context_length", 16384), f, "qwen3.context_length");
+  t.rms_norm_eps = static_cast<float>(gguf_meta_float(f, "qwen3.attention.layer_norm_rms_epsilon", 1e-6));
+  t.rope_theta = gguf_meta_float(f, "qwen3.rope.freq_base", 1e6);
+  t.max_position_embeddings = gguf_meta_i32(f, "qwen3.context_length", 16384);
   for (const char* k : {"qwen3.rope.scaling.type", "qwen3.rope.dimension_count", "qwen3.expert_count",
                         "qwen3.attention.sliding_window"}) {
     if (!f.has(k)) continue;
@@ -130,7 +113,8 @@ ModelConfig gguf_model_config(const GgufCheckpoint& ck) {
   const io::GgufTensor* emb = f.find("token_embd.weight");
   if (!emb) fail(ErrorKind::kNotFound, f.name(), ": text GGUF is missing tensor 'token_embd.weight'");
   if (emb->ne.size() != 2) fail(ErrorKind::kInvalidArgument, f.name(), ": 'token_embd.weight' is not 2-D");
-  t.vocab_size = to_int(emb->ne[1], f, "token_embd.weight");
+  if (emb->ne[1] > (1 << 30)) fail(ErrorKind::kInvalidArgument, f.name(), ": 'token_embd.weight' has too many rows");
+  t.vocab_size = static_cast<int>(emb->ne[1]);
   t.tie_word_embeddings = f.find("output.weight") == nullptr;
 
   // Not in GGUF: the image token. LightOnOCR's is <|image_pad|> (151655 in the real vocabulary).
@@ -148,27 +132,27 @@ ModelConfig gguf_model_config(const GgufCheckpoint& ck) {
 
   const io::GgufFile& m = *ck.mmproj;
   VisionConfig& v = c.vision;
-  v.hidden_size = to_int(meta_int(m, "clip.vision.embedding_length", 0, true), m, "clip.vision.embedding_length");
+  v.hidden_size = gguf_meta_i32(m, "clip.vision.embedding_length", 0, true);
   v.intermediate_size =
-      to_int(meta_int(m, "clip.vision.feed_forward_length", 0, true), m, "clip.vision.feed_forward_length");
-  v.num_hidden_layers = to_int(meta_int(m, "clip.vision.block_count", 0, true), m, "clip.vision.block_count");
+      gguf_meta_i32(m, "clip.vision.feed_forward_length", 0, true);
+  v.num_hidden_layers = gguf_meta_i32(m, "clip.vision.block_count", 0, true);
   v.num_attention_heads =
-      to_int(meta_int(m, "clip.vision.attention.head_count", 0, true), m, "clip.vision.attention.head_count");
+      gguf_meta_i32(m, "clip.vision.attention.head_count", 0, true);
   if (v.hidden_size % v.num_attention_heads != 0)
     fail(ErrorKind::kInvalidArgument, m.name(), ": clip.vision.embedding_length ", v.hidden_size,
          " is not a multiple of the head count ", v.num_attention_heads);
   v.head_dim = v.hidden_size / v.num_attention_heads;  // Pixtral: hidden / heads
-  v.patch_size = to_int(meta_int(m, "clip.vision.patch_size", 0, true), m, "clip.vision.patch_size");
-  v.image_size = to_int(meta_int(m, "clip.vision.image_size", 1540), m, "clip.vision.image_size");
-  v.norm_eps = static_cast<float>(meta_float(m, "clip.vision.attention.layer_norm_epsilon", 1e-5));
+  v.patch_size = gguf_meta_i32(m, "clip.vision.patch_size", 0, true);
+  v.image_size = gguf_meta_i32(m, "clip.vision.image_size", 1540);
+  v.norm_eps = static_cast<float>(gguf_meta_float(m, "clip.vision.attention.layer_norm_epsilon", 1e-5));
   v.rope_theta = 10000.0;  // not in the mmproj; Pixtral's (llama.cpp hard-codes it too)
-  c.spatial_merge_size = to_int(meta_int(m, "clip.vision.spatial_merge_size", 2), m, "clip.vision.spatial_merge_size");
-  const int64_t proj_dim = meta_int(m, "clip.vision.projection_dim", t.hidden_size);
+  c.spatial_merge_size = gguf_meta_i32(m, "clip.vision.spatial_merge_size", 2);
+  const int64_t proj_dim = gguf_meta_int(m, "clip.vision.projection_dim", t.hidden_size);
   if (proj_dim != t.hidden_size)
     fail(ErrorKind::kInvalidArgument, m.name(), ": clip.vision.projection_dim ", proj_dim,
          " differs from the text model's embedding_length ", t.hidden_size, " (", f.name(),
          "): the mmproj belongs to another model");
-  if (meta_bool(m, "clip.use_gelu", false) || !meta_bool(m, "clip.use_silu", true))
+  if (gguf_meta_bool(m, "clip.use_gelu", false) || !gguf_meta_bool(m, "clip.use_silu", true))
     fail(ErrorKind::kUnsupported, m.name(), ": the vision MLP activation is not SiLU (clip.use_silu / "
          "clip.use_gelu); LightOnOCR's Pixtral encoder uses SiLU");
   return c;
@@ -180,11 +164,11 @@ ProcessorConfig gguf_processor_config(const GgufCheckpoint& ck, int align) {
   pc.align = align;
   if (!ck.mmproj) return pc;
   const io::GgufFile& m = *ck.mmproj;
-  pc.longest_edge = to_int(meta_int(m, "clip.vision.image_size", 1540), m, "clip.vision.image_size");
-  pc.patch_size = to_int(meta_int(m, "clip.vision.patch_size", 14), m, "clip.vision.patch_size");
-  pc.spatial_merge_size = to_int(meta_int(m, "clip.vision.spatial_merge_size", 2), m, "clip.vision.spatial_merge_size");
+  pc.longest_edge = gguf_meta_i32(m, "clip.vision.image_size", 1540);
+  pc.patch_size = gguf_meta_i32(m, "clip.vision.patch_size", 14);
+  pc.spatial_merge_size = gguf_meta_i32(m, "clip.vision.spatial_merge_size", 2);
   for (const char* k : {"clip.vision.image_mean", "clip.vision.image_std"}) {
-    const json* a = meta(m, k);
+    const json* a = gguf_meta(m, k);
     if (!a) continue;
     if (!a->is_array() || a->size() != 3)
       fail(ErrorKind::kInvalidArgument, m.name(), ": metadata ", k, " is not an array of 3 numbers");
@@ -203,17 +187,17 @@ GenerationConfig gguf_generation_config(const io::GgufFile& text) {
   g.top_p = 0.9f;
   g.top_k = 0;
   // The converter copies generation_config's sampling into general.sampling.* when it has them.
-  g.temperature = static_cast<float>(meta_float(text, "general.sampling.temp", g.temperature));
-  g.top_p = static_cast<float>(meta_float(text, "general.sampling.top_p", g.top_p));
-  g.top_k = static_cast<int>(meta_int(text, "general.sampling.top_k", g.top_k));
+  g.temperature = static_cast<float>(gguf_meta_float(text, "general.sampling.temp", g.temperature));
+  g.top_p = static_cast<float>(gguf_meta_float(text, "general.sampling.top_p", g.top_p));
+  g.top_k = static_cast<int>(gguf_meta_int(text, "general.sampling.top_k", g.top_k));
   g.do_sample = g.temperature > 0;
-  const int64_t eos = meta_int(text, "tokenizer.ggml.eos_token_id", -1);
+  const int64_t eos = gguf_meta_int(text, "tokenizer.ggml.eos_token_id", -1);
   if (eos >= 0) g.eos_token_ids.push_back(static_cast<int>(eos));
   const int eot = gguf_token_id(text, "<|endoftext|>");
   if (eot >= 0 && eot != eos) g.eos_token_ids.push_back(eot);
-  const int64_t pad = meta_int(text, "tokenizer.ggml.padding_token_id", eot);
+  const int64_t pad = gguf_meta_int(text, "tokenizer.ggml.padding_token_id", eot);
   g.pad_token_id = static_cast<int>(pad);
-  g.bos_token_id = static_cast<int>(meta_int(text, "tokenizer.ggml.bos_token_id", pad));
+  g.bos_token_id = static_cast<int>(gguf_meta_int(text, "tokenizer.ggml.bos_token_id", pad));
   return g;
 }
 
@@ -298,97 +282,6 @@ Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::Ggu
   return Matrix::from_tensor(out);
 }
 
-namespace {
-
-// Binds the tensors of one GGUF by name, as weights.cc's Binder does for safetensors.
-class GgufBinder {
- public:
-  GgufBinder(std::shared_ptr<io::GgufFile> f, DType dequantize_to, kernels::Ops* pack, bool keep_quantized)
-      : f_(std::move(f)), to_(dequantize_to), pack_(pack), keep_quantized_(keep_quantized) {}
-
-  Matrix get(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>* row_of = nullptr) {
-    const io::GgufTensor* t = f_->find(name);
-    if (!t)
-      fail(ErrorKind::kNotFound, f_->name(), " is missing tensor '", name, "' (expected shape ", shape_to_string(shape),
-           "); is this a LightOnOCR GGUF made by llama.cpp's converter, complete and unmodified?");
-    std::vector<int64_t> got = t->shape();
-    // The conv kernel [out, c, p, p] for a flattened [out, c*p*p] expectation (row-major (c, ky, kx)).
-    if (shape.size() == 2 && got.size() == 4 && got[0] == shape[0] && got[1] * got[2] * got[3] == shape[1]) got = shape;
-    if (got != shape)
-      fail(ErrorKind::kInvalidArgument, f_->name(), ": tensor '", name, "' has shape ", shape_to_string(t->shape()),
-           ", expected ", shape_to_string(shape), " from the metadata; the file and its metadata do not match");
-    const io::GgmlTypeInfo* ti = io::ggml_type_info(t->type);
-    if (!ti || !ti->dequantize)
-      fail(ErrorKind::kUnsupported, f_->name(), ": tensor '", name, "' is of type ", ti ? ti->name : "unknown",
-           ", which locr does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
-    const bool plain = t->type == static_cast<uint32_t>(io::GgmlType::kF32) ||
-                       t->type == static_cast<uint32_t>(io::GgmlType::kF16) ||
-                       t->type == static_cast<uint32_t>(io::GgmlType::kBF16);
-    const bool native = keep_quantized_ && shape.size() == 2 && native_quantized_dtype(t->type, shape[1]) != DType::kF32;
-    if (!plain) ++(native ? native_ : quantized_)[ti->name];
-    used_.insert(name);
-    const int64_t rows = shape.size() == 1 ? 1 : shape[0];
-    const int64_t cols = shape.size() == 1 ? shape[0] : shape[1];
-    Matrix m = bind_gguf_matrix(f_, *t, rows, cols, to_, row_of, native);
-    // A buffer of our own (dequantized or permuted) feeding a matmul: packed now and dropped, so
-    // that the load never holds all of them and all the packed copies at once. (The embedding
-    // table is gathered from, not packed; mapped tensors are packed by the model afterwards.)
-    if (pack_ && shape.size() == 2 && name != "token_embd.weight" && m.data != bytes_of(*t)) {
-      pack_->prepare(m);
-      if (m.packed) {
-        m.data = nullptr;
-        m.holder.reset();
-      }
-    }
-    return m;
-  }
-  Matrix vec(const std::string& name, int64_t n) { return get(name, {n}); }
-  bool has(const std::string& name) const { return f_->find(name) != nullptr; }
-  const void* bytes_of(const io::GgufTensor& t) const { return f_->data(t).data(); }
-
-  // Every tensor of the file is read: one that no code reads would compute something else than
-  // the file describes. Then the one notice about dequantized tensors.
-  void finish() const {
-    std::vector<std::string> unused;
-    for (const io::GgufTensor& t : f_->tensors())
-      if (!used_.count(t.name)) unused.push_back(t.name);
-    if (!unused.empty()) {
-      std::sort(unused.begin(), unused.end());
-      std::string list;
-      for (size_t i = 0; i < unused.size() && i < 8; ++i) list += (i ? ", '" : "'") + unused[i] + "'";
-      if (unused.size() > 8) list += ", ...";
-      fail(ErrorKind::kUnsupported, f_->name(), ": tensor", unused.size() > 1 ? "s " : " ", list, " (",
-           unused.size(), " in all) ", unused.size() > 1 ? "are" : "is", " not read by locr: a LightOnOCR GGUF has "
-           "no such tensor, and ignoring it would compute something else than the file describes");
-    }
-    auto count = [](const std::map<std::string, int>& m, int* n) {
-      std::string kinds;
-      for (const auto& [k, c] : m) {
-        kinds += (kinds.empty() ? "" : ", ") + std::to_string(c) + " " + k;
-        *n += c;
-      }
-      return kinds;
-    };
-    int n = 0, q = 0;
-    const std::string native = count(native_, &n), kinds = count(quantized_, &q);
-    if (n > 0)
-      LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run as stored by the quantized-weight kernels");
-    if (q > 0)
-      LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", q > 1 ? "s" : "", " dequantized once at load to ",
-                dtype_name(to_), keep_quantized_ ? " (native kernels exist for Q8_0, Q4_K and Q6_K only)"
-                                                 : " (this backend has no kernels for quantized weights)");
-  }
-
- private:
-  std::shared_ptr<io::GgufFile> f_;
-  DType to_;
-  kernels::Ops* pack_;
-  bool keep_quantized_;
-  std::unordered_set<std::string> used_;
-  std::map<std::string, int> quantized_, native_;
-};
-
-}  // namespace
 
 ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to,
                                kernels::Ops* pack, bool keep_quantized) {
@@ -397,7 +290,7 @@ ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg,
   ModelWeights w;
   const TextConfig& t = cfg.text;
   const int64_t H = t.hidden_size, hd = t.head_dim;
-  GgufBinder b(ck.text, dequantize_to, pack, keep_quantized);
+  GgufBinder b(ck.text, "LightOnOCR", dequantize_to, pack, keep_quantized);
   w.text.embed_tokens = b.get("token_embd.weight", {t.vocab_size, H});
   for (int i = 0; i < t.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -421,7 +314,7 @@ ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg,
 
   w.has_vision = ck.mmproj != nullptr;
   if (!w.has_vision) return w;
-  GgufBinder vb(ck.mmproj, dequantize_to, pack, keep_quantized);
+  GgufBinder vb(ck.mmproj, "LightOnOCR", dequantize_to, pack, keep_quantized);
   const VisionConfig& v = cfg.vision;
   const int64_t V = v.hidden_size, p = v.patch_size;
   const int64_t A = static_cast<int64_t>(v.num_attention_heads) * v.head_dim;

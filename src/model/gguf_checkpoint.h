@@ -26,6 +26,7 @@
 #include "io/gguf.h"
 #include "model/config.h"
 #include "model/processor.h"
+#include "model/tokenizer.h"
 #include "model/weights.h"
 
 namespace locr::model {
@@ -46,6 +47,17 @@ GenerationConfig gguf_generation_config(const io::GgufFile& text);
 int gguf_token_id(const io::GgufFile& text, const std::string& token);
 // The chat template embedded in the text GGUF (tokenizer.chat_template); empty when none.
 std::string gguf_chat_template(const io::GgufFile& text);
+// The directory a GGUF file is in ("." for a bare name).
+std::string gguf_dir_of(const std::string& path);
+// The tokenizer of a GGUF model: from its tokenizer.ggml.* metadata (model/tokenizer_gguf.h), as
+// llama-server builds it. A tokenizer.json next to the text GGUF at `path` wins when present (a HF
+// tokenizer that travels with the file; it differs only in which <|...|> tokens decoding skips).
+std::unique_ptr<Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
+                                          const TokenizerOptions& options);
+// The chat template: `chat_template_file` (--chat-template) when given, else the GGUF's
+// tokenizer.chat_template, else a chat_template.jinja next to the file; else an error naming all three.
+std::string gguf_template_source(const io::GgufFile& text, const std::string& path,
+                                 const std::string& chat_template_file);
 
 // Binds and shape-checks every tensor of both files into ModelWeights (has_vision = false without
 // an mmproj). Missing tensors, wrong shapes and tensors no code reads are errors naming them, as

@@ -1,8 +1,6 @@
 // LightOnOcr::load for llama.cpp's GGUF files: TEXT.gguf (+ --mmproj MMPROJ.gguf), as llama-server
-// takes them. Config, preprocessing and weights come from model/gguf_checkpoint.h; the tokenizer
-// and the chat template as gguf_tokenizer() / gguf_template_source() below say.
-
-#include <filesystem>
+// takes them. Config, preprocessing, weights, the tokenizer and the chat template come from
+// model/gguf_checkpoint.h.
 
 #include "core/error.h"
 #include "core/log.h"
@@ -14,39 +12,6 @@
 namespace locr::model {
 
 using nlohmann::json;
-
-namespace {
-
-std::string dir_of(const std::string& path) {
-  const std::filesystem::path p = std::filesystem::path(path).parent_path();
-  return p.empty() ? std::string(".") : p.string();
-}
-
-// The tokenizer of a GGUF model: from its tokenizer.ggml.* metadata (model/tokenizer_gguf.h), as
-// llama-server builds it. A tokenizer.json next to the text GGUF wins when present (a HF tokenizer
-// that travels with the file; it differs only in which <|...|> tokens decoding skips).
-std::unique_ptr<Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path) {
-  const std::string beside = io::join_path(dir_of(path), "tokenizer.json");
-  if (io::file_exists(beside)) {
-    LOCR_INFO("gguf: tokenizer from ", beside, " (next to the GGUF; its tokenizer.ggml.* metadata is not used)");
-    return Tokenizer::from_file(beside);
-  }
-  return Tokenizer::from_gguf(text);
-}
-
-// The chat template: --chat-template, else the GGUF's tokenizer.chat_template, else a
-// chat_template.jinja next to the file.
-std::string gguf_template_source(const io::GgufFile& text, const std::string& path, const LoadOptions& opts) {
-  if (!opts.chat_template_file.empty()) return io::read_file(opts.chat_template_file);
-  std::string t = gguf_chat_template(text);
-  if (!t.empty()) return t;
-  const std::string beside = io::join_path(dir_of(path), "chat_template.jinja");
-  if (io::file_exists(beside)) return io::read_file(beside);
-  fail(ErrorKind::kNotFound, path, ": no chat template (no tokenizer.chat_template metadata, no ", beside,
-       "); give one with --chat-template FILE");
-}
-
-}  // namespace
 
 std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const LoadOptions& opts) {
   if (!io::file_exists(path)) fail(ErrorKind::kNotFound, "model file not found: ", path);
@@ -77,7 +42,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
     fail(ErrorKind::kInvalidArgument, "processor patch_size ", m->proc_config_.patch_size,
          " differs from the vision encoder's ", m->config_.vision.patch_size);
 
-  m->tokenizer_ = gguf_tokenizer(*ck.text, path);
+  m->tokenizer_ = gguf_tokenizer(*ck.text, path, {});
   if (m->tokenizer_->vocab_size() > m->config_.text.vocab_size)
     fail(ErrorKind::kInvalidArgument, path, ": the tokenizer has ", m->tokenizer_->vocab_size(),
          " tokens, more than the embedding's ", m->config_.text.vocab_size, " rows");
@@ -92,7 +57,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load_gguf(const std::string& path, const
   m->template_vars_["eos_token"] = token_of("tokenizer.ggml.eos_token_id");
   m->template_vars_["pad_token"] = token_of("tokenizer.ggml.padding_token_id");
   m->template_vars_["bos_token"] = nullptr;  // LightOnOCR's tokenizer_config: bos_token null
-  m->template_ = ChatTemplate::parse(gguf_template_source(*ck.text, path, opts));
+  m->template_ = ChatTemplate::parse(gguf_template_source(*ck.text, path, opts.chat_template_file));
 
   // The quantized types without kernels are dequantized for what the backend computes in: F32 for
   // the FP32 paths (ref, cpu-f32: the same numbers as the dequantized reference), BF16 otherwise

@@ -1,7 +1,9 @@
 """`locr serve` with a Qwen3.5 model (the LightOnOCR-3-0.8B layout: tests/fixtures/qwen35/qwen35_a,
 made by transformers): chat completions with images give transformers' greedy tokens (each case's
 generated_ids), all cases in flight at once; /v1/ocr runs it; prefix caching and speculative
-decoding are refused with a notice (a recurrent state cannot be restored or rewound)."""
+decoding are refused with a notice (a recurrent state cannot be restored or rewound). The same
+from llama.cpp's GGUF files of the 4B layout (qwen35_b converted by llama.cpp's own converter:
+tests/fixtures/gguf/qwen35/), as llama-server takes them."""
 import base64
 import concurrent.futures
 import json
@@ -24,9 +26,9 @@ def tensor_i64(path, name):
     return list(struct.unpack(f"<{len(data) // 8}q", data))
 
 
-def cases():
+def cases(model=MODEL):
     out = []
-    for js in sorted((MODEL / "cases").glob("*.json")):
+    for js in sorted((model / "cases").glob("*.json")):
         if js.name == "tokenizer.json":
             continue
         spec = json.loads(js.read_text())
@@ -84,6 +86,32 @@ def test_chat_completions_equal_transformers_all_in_flight():
         m = s.metrics()
         assert any('enable_prefix_caching="False"' in k for k in m if k.startswith("vllm:cache_config_info")), m
         assert sum(v for k, v in m.items() if k.startswith("vllm:spec_decode_num_draft_tokens")) == 0
+    finally:
+        s.stop()
+
+
+def test_gguf_chat_completions_equal_transformers():
+    gguf = FIXTURES / "gguf" / "qwen35" / "qwen35_b"
+    s = Server("--served-model-name", NAME, "--dtype", "float32", "--max-num-seqs", "4", "--kv-cache-memory", "64MiB",
+               "--max-model-len", "4096", "--mmproj", str(gguf / "mmproj-qwen35_b-f32.gguf"),
+               model=gguf / "qwen35_b-f32.gguf")
+    try:
+        cs = cases(FIXTURES / "qwen35" / "qwen35_b")
+        assert len(cs) == 7
+
+        def run(case):
+            name, spec, golden = case
+            r = s.post("/v1/chat/completions", {
+                "model": NAME, "messages": openai_messages(spec), "chat_template_kwargs": spec["chat_template_kwargs"],
+                "max_tokens": 24, "temperature": 0, "ignore_eos": True, "logprobs": True,
+                "return_tokens_as_token_ids": True}, timeout=300)
+            assert r.status_code == 200, (name, r.text)
+            j = r.json()
+            assert j["usage"]["prompt_tokens"] == spec["prompt_tokens"], name
+            assert token_ids(j["choices"][0]) == golden, name
+
+        with concurrent.futures.ThreadPoolExecutor(len(cs)) as pool:
+            list(pool.map(run, cs))
     finally:
         s.stop()
 

@@ -35,15 +35,19 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   m->backend_ = opts.backend;
   m->tensors_ = io::SafetensorsSet::open_dir(dir);
   m->weights_ = load_weights(m->tensors_, m->config_);
-  if (!opts.quantization.empty()) quantize_weights(m->weights_, opts.quantization);
-  m->ops_ = make_model_ops(opts);
-  prepare_weights(m->weights_, *m->ops_);
+  m->make_parts(opts);
+  return m;
+}
+
+void Model::make_parts(const LoadOptions& opts) {
+  if (!opts.quantization.empty()) quantize_weights(weights_, opts.quantization);
+  ops_ = make_model_ops(opts);
+  prepare_weights(weights_, *ops_);
   const std::optional<DType> kv = parse_kv_cache_dtype(opts.kv_cache_dtype);
   if (kv == DType::kF8E4M3) LOCR_INFO("KV cache: FP8 E4M3 with one f32 scale per token and kv head");
-  m->decoder_ = kv ? std::make_unique<Decoder>(m->config_.text, m->weights_.text, *m->ops_, *kv)
-                   : std::make_unique<Decoder>(m->config_.text, m->weights_.text, *m->ops_);
-  m->vision_ = std::make_unique<VisionTower>(m->config_.vision, m->weights_.vision, *m->ops_);
-  return m;
+  decoder_ = kv ? std::make_unique<Decoder>(config_.text, weights_.text, *ops_, *kv)
+                : std::make_unique<Decoder>(config_.text, weights_.text, *ops_);
+  vision_ = std::make_unique<VisionTower>(config_.vision, weights_.vision, *ops_);
 }
 
 RenderedChat Model::render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs,

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "io/gguf.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/lighton_ocr.h"
@@ -24,6 +25,12 @@ class Model : public model::Model {
   // `dir`: a model directory whose config.json has model_type "qwen3_5". opts.backend picks the
   // kernels (ref, cpu-f32, cpu / cpu-bf16).
   static std::unique_ptr<Model> load(const std::string& dir, const LoadOptions& opts = {});
+  // llama.cpp's GGUF files (model/qwen35/gguf.h): `text` is the text GGUF at `path` (opened by the
+  // caller, which read its architecture), opts.mmproj its mmproj. The tokenizer from its metadata
+  // (or a tokenizer.json next to it), the chat template from tokenizer.chat_template (or
+  // --chat-template, or a chat_template.jinja next to it), sampling defaults from general.sampling.*.
+  static std::unique_ptr<Model> load_gguf(std::shared_ptr<io::GgufFile> text, const std::string& path,
+                                          const LoadOptions& opts = {});
 
   const Config& config() const { return config_; }
   const ProcessorConfig& processor_config() const { return proc_; }
@@ -77,6 +84,9 @@ class Model : public model::Model {
 
  private:
   Model() = default;
+  // After config, processor, tokenizer and weights: --quantization, the kernels, the packed weights,
+  // the decoder (with its KV dtype) and the vision tower.
+  void make_parts(const LoadOptions& opts);
   Config config_;
   ProcessorConfig proc_;
   GenerationConfig gen_config_;

@@ -43,8 +43,12 @@ Matrix row_range(const Matrix& w, int64_t r0, int64_t n) {
   return m;
 }
 
-// q_proj [heads * 2 * hd, H], each head's hd query rows then its hd gate rows, regrouped into
-// {queries of every head, gates of every head}, in the checkpoint's dtype.
+Linear linear(WeightBinder& b, const std::string& p, int64_t out, int64_t in) {
+  return Linear{b.get(p + ".weight", {out, in}), b.vec(p + ".bias", out)};
+}
+
+}  // namespace
+
 std::pair<Matrix, Matrix> split_query_gate(const Matrix& w, int64_t heads, int64_t hd) {
   const size_t row_bytes = dtype_row_bytes(w.dtype, w.cols);
   auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[row_bytes * w.rows]);
@@ -59,12 +63,6 @@ std::pair<Matrix, Matrix> split_query_gate(const Matrix& w, int64_t heads, int64
   all.packed = nullptr;
   return {row_range(all, 0, heads * hd), row_range(all, heads * hd, heads * hd)};
 }
-
-Linear linear(WeightBinder& b, const std::string& p, int64_t out, int64_t in) {
-  return Linear{b.get(p + ".weight", {out, in}), b.vec(p + ".bias", out)};
-}
-
-}  // namespace
 
 Weights load_weights(const io::SafetensorsSet& st, const Config& cfg) {
   WeightBinder b(st, "Qwen3.5");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "io/safetensors.h"
@@ -75,6 +76,11 @@ struct Weights {
   TextWeights text;
   VisionWeights vision;
 };
+
+// q_proj [heads * 2 * hd, H], each head's hd query rows then its hd gate rows (the checkpoint's
+// layout, and the GGUF's attn_q), regrouped into {queries of every head, gates of every head}: a copy
+// in w's dtype (whole rows, so quantized rows too).
+std::pair<Matrix, Matrix> split_query_gate(const Matrix& w, int64_t heads, int64_t hd);
 
 // Binds and shape-checks every tensor (errors name the tensor; a tensor nothing reads is an error,
 // except mtp.*).

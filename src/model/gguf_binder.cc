@@ -1,0 +1,145 @@
+#include "model/gguf_binder.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/tensor.h"
+#include "model/gguf_checkpoint.h"
+
+namespace locr::model {
+
+using nlohmann::json;
+
+const json* gguf_meta(const io::GgufFile& f, const std::string& key) {
+  return f.has(key) ? &f.metadata()[key] : nullptr;
+}
+
+int64_t gguf_meta_int(const io::GgufFile& f, const std::string& key, int64_t def, bool required) {
+  const json* v = gguf_meta(f, key);
+  if (!v) {
+    if (required) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is missing");
+    return def;
+  }
+  if (!v->is_number_integer())
+    fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is not an integer (", v->dump(), ")");
+  const int64_t x = v->get<int64_t>();
+  if (required && x <= 0) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' must be positive, got ", x);
+  return x;
+}
+
+int gguf_meta_i32(const io::GgufFile& f, const std::string& key, int64_t def, bool required) {
+  const int64_t v = gguf_meta_int(f, key, def, required);
+  if (v > (1 << 30) || v < -(1 << 30))
+    fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is too large (", v, ")");
+  return static_cast<int>(v);
+}
+
+double gguf_meta_float(const io::GgufFile& f, const std::string& key, double def) {
+  const json* v = gguf_meta(f, key);
+  if (!v) return def;
+  if (!v->is_number()) fail(ErrorKind::kInvalidArgument, f.name(), ": metadata key '", key, "' is not a number");
+  return v->get<double>();
+}
+
+std::string gguf_meta_string(const io::GgufFile& f, const std::string& key) {
+  const json* v = gguf_meta(f, key);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+bool gguf_meta_bool(const io::GgufFile& f, const std::string& key, bool def) {
+  const json* v = gguf_meta(f, key);
+  return v && v->is_boolean() ? v->get<bool>() : def;
+}
+
+GgufBinder::GgufBinder(std::shared_ptr<io::GgufFile> f, std::string family, DType dequantize_to, kernels::Ops* pack,
+                       bool keep_quantized)
+    : f_(std::move(f)), family_(std::move(family)), to_(dequantize_to), pack_(pack), keep_quantized_(keep_quantized) {}
+
+const io::GgufTensor& GgufBinder::find_checked(const std::string& name, const std::vector<int64_t>& shape) {
+  const io::GgufTensor* t = f_->find(name);
+  if (!t)
+    fail(ErrorKind::kNotFound, f_->name(), " is missing tensor '", name, "' (expected shape ", shape_to_string(shape),
+         "); is this a ", family_, " GGUF made by llama.cpp's converter, complete and unmodified?");
+  std::vector<int64_t> got = t->shape();
+  // The conv kernel [out, c, p, p] for a flattened [out, c*p*p] expectation (row-major (c, ky, kx)).
+  if (shape.size() == 2 && got.size() == 4 && got[0] == shape[0] && got[1] * got[2] * got[3] == shape[1]) got = shape;
+  if (got != shape)
+    fail(ErrorKind::kInvalidArgument, f_->name(), ": tensor '", name, "' has shape ", shape_to_string(t->shape()),
+         ", expected ", shape_to_string(shape), " from the metadata; the file and its metadata do not match");
+  const io::GgmlTypeInfo* ti = io::ggml_type_info(t->type);
+  if (!ti || !ti->dequantize)
+    fail(ErrorKind::kUnsupported, f_->name(), ": tensor '", name, "' is of type ", ti ? ti->name : "unknown",
+         ", which locr does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+  used_.insert(name);
+  return *t;
+}
+
+const io::GgufTensor& GgufBinder::tensor(const std::string& name, const std::vector<int64_t>& shape) {
+  return find_checked(name, shape);
+}
+
+std::vector<float> GgufBinder::floats(const std::string& name, const std::vector<int64_t>& shape) {
+  const io::GgufTensor& t = find_checked(name, shape);
+  const bool plain = t.type == static_cast<uint32_t>(io::GgmlType::kF32) ||
+                     t.type == static_cast<uint32_t>(io::GgmlType::kF16) ||
+                     t.type == static_cast<uint32_t>(io::GgmlType::kBF16);
+  if (!plain) ++quantized_[io::ggml_type_info(t.type)->name];
+  return f_->dequantize(t);
+}
+
+Matrix GgufBinder::get(const std::string& name, std::vector<int64_t> shape, const std::vector<int64_t>* row_of) {
+  const io::GgufTensor& t = find_checked(name, shape);
+  const bool plain = t.type == static_cast<uint32_t>(io::GgmlType::kF32) ||
+                     t.type == static_cast<uint32_t>(io::GgmlType::kF16) ||
+                     t.type == static_cast<uint32_t>(io::GgmlType::kBF16);
+  const bool native = keep_quantized_ && shape.size() == 2 && native_quantized_dtype(t.type, shape[1]) != DType::kF32;
+  if (!plain) ++(native ? native_ : quantized_)[io::ggml_type_info(t.type)->name];
+  const int64_t rows = shape.size() == 1 ? 1 : shape[0];
+  const int64_t cols = shape.size() == 1 ? shape[0] : shape[1];
+  Matrix m = bind_gguf_matrix(f_, t, rows, cols, to_, row_of, native);
+  // A buffer of our own (dequantized or permuted) feeding a matmul: packed now and dropped, so
+  // that the load never holds all of them and all the packed copies at once. (The embedding
+  // table is gathered from, not packed; mapped tensors are packed by the model afterwards.)
+  if (pack_ && shape.size() == 2 && name != "token_embd.weight" && m.data != f_->data(t).data()) {
+    pack_->prepare(m);
+    if (m.packed) {
+      m.data = nullptr;
+      m.holder.reset();
+    }
+  }
+  return m;
+}
+
+void GgufBinder::finish() const {
+  std::vector<std::string> unused;
+  for (const io::GgufTensor& t : f_->tensors())
+    if (!used_.count(t.name)) unused.push_back(t.name);
+  if (!unused.empty()) {
+    std::sort(unused.begin(), unused.end());
+    std::string list;
+    for (size_t i = 0; i < unused.size() && i < 8; ++i) list += (i ? ", '" : "'") + unused[i] + "'";
+    if (unused.size() > 8) list += ", ...";
+    fail(ErrorKind::kUnsupported, f_->name(), ": tensor", unused.size() > 1 ? "s " : " ", list, " (", unused.size(),
+         " in all) ", unused.size() > 1 ? "are" : "is", " not read by locr: a ", family_,
+         " GGUF has no such tensor, and ignoring it would compute something else than the file describes");
+  }
+  auto count = [](const std::map<std::string, int>& m, int* n) {
+    std::string kinds;
+    for (const auto& [k, c] : m) {
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(c) + " " + k;
+      *n += c;
+    }
+    return kinds;
+  };
+  int n = 0, q = 0;
+  const std::string native = count(native_, &n), kinds = count(quantized_, &q);
+  if (n > 0)
+    LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run as stored by the quantized-weight kernels");
+  if (q > 0)
+    LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", q > 1 ? "s" : "", " dequantized once at load to ",
+              dtype_name(to_), keep_quantized_ ? " (native kernels exist for Q8_0, Q4_K and Q6_K only)"
+                                               : " (this backend has no kernels for quantized weights)");
+}
+
+}  // namespace locr::model
