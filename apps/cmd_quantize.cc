@@ -1,6 +1,7 @@
 // `locr quantize IN OUT.gguf --type q4_k_m|q8_0|f16|bf16|f32`: a LightOnOCR model directory (or ORG/NAME
 // from the HF cache) written as the two GGUF files llama.cpp's converter writes and llama.cpp loads
-// (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr); see model/gguf_export.h.
+// (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr; see model/gguf_export.h), or for
+// LightOnOCR-3-0.8B / -4B arch qwen35 and clip / qwen3vl_merger (model/qwen35/gguf_export.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,7 +15,9 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/gguf.h"
+#include "io/file.h"
 #include "model/gguf_export.h"
+#include "model/qwen35/gguf_export.h"
 
 namespace locr::app {
 
@@ -22,7 +25,8 @@ int cmd_quantize(int argc, char** argv) {
   Args a("quantize",
          "Write a LightOnOCR model (a Hugging Face directory, or ORG/NAME from the HF cache) as llama.cpp's\n"
          "GGUF files, as convert_hf_to_gguf.py writes them: OUT.gguf (the text model, arch qwen3) and\n"
-         "mmproj-OUT.gguf next to it (vision encoder + projector, arch clip, projector lightonocr).\n"
+         "mmproj-OUT.gguf next to it (vision encoder + projector, arch clip, projector lightonocr); for\n"
+         "LightOnOCR-3-0.8B / -4B (Qwen3.5) arch qwen35 and projector qwen3vl_merger (q4_k_m not yet).\n"
          "Both load in llama.cpp (llama-server -m OUT.gguf --mmproj mmproj-OUT.gguf) and in locr.");
   a.positional("in", "model directory or ORG/NAME");
   a.positional("out", "output text GGUF (OUT.gguf)");
@@ -43,12 +47,15 @@ int cmd_quantize(int argc, char** argv) {
     fail(ErrorKind::kInvalidArgument, "OUT must be a .gguf file name (locr and llama.cpp take a GGUF model by it), got '",
          out, "'");
   const std::string mmproj = a.get("mmproj-out", model::default_mmproj_path(out));
-  if (is_qwen35_model(model_path(a.get("in"))))
-    fail(ErrorKind::kUnsupported, a.get("in"), " is a Qwen3.5 model (LightOnOCR-3-0.8B / -4B): locr quantize does ",
-         "not write its GGUF files yet; run it quantized at load with --quantization q8_0 (serve, ocr, generate)");
+  const std::string in = model_path(a.get("in"));
+  if (!io::is_directory(in))
+    fail(ErrorKind::kNotFound, "model directory not found: ", in, " (locr quantize reads a Hugging Face model "
+         "directory: config.json, tokenizer.json, *.safetensors)");
   ThreadPool::set_global_threads(a.get_int("threads", 0));
   const auto t0 = std::chrono::steady_clock::now();
-  const model::GgufExportResult r = model::export_gguf(model_path(a.get("in")), out, mmproj, type);
+  // The architecture from config.json: LightOnOCR-2 (qwen3 + lightonocr) or Qwen3.5 (qwen35 + qwen3vl_merger).
+  const model::GgufExportResult r = is_qwen35_model(in) ? model::qwen35::export_gguf(in, out, mmproj, type)
+                                                        : model::export_gguf(in, out, mmproj, type);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("wrote %s: %d tensors, %.1f MB\n", out.c_str(), r.text_tensors, r.text_bytes / 1e6);
   if (r.mmproj_tensors > 0)

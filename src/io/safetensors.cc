@@ -1,5 +1,6 @@
 #include "io/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -144,6 +145,16 @@ const TensorInfo& SafetensorsSet::info(const std::string& name) const {
 std::vector<std::string> SafetensorsSet::names() const {
   std::vector<std::string> out;
   for (const auto& [n, i] : where_) out.push_back(n);
+  return out;
+}
+
+std::vector<std::string> SafetensorsSet::names_by_file() const {
+  std::vector<size_t> order(files_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return files_[a]->path() < files_[b]->path(); });
+  std::vector<std::string> out;
+  for (size_t i : order)
+    for (const auto& [n, info] : files_[i]->tensors()) out.push_back(n);
   return out;
 }
 

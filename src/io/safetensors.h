@@ -51,6 +51,9 @@ class SafetensorsSet {
   Tensor get(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   std::vector<std::string> names() const;
+  // The names file by file, the files in path order (as shards sort) and each file's names in
+  // order: the order in which llama.cpp's converter reads a checkpoint.
+  std::vector<std::string> names_by_file() const;
 
  private:
   std::vector<std::shared_ptr<SafetensorsFile>> files_;

@@ -21,13 +21,14 @@
 #include "kernels/cpu/quant_q8_0.h"
 #include "model/config.h"
 #include "model/gguf_checkpoint.h"
+#include "model/gguf_export_parts.h"
 #include "model/gguf_export_vocab.h"
 #include "model/lighton_ocr.h"
 #include "model/weights.h"
 
 namespace locr::model {
 
-namespace {
+namespace export_detail {
 
 using nlohmann::json;
 using io::GgmlType;
@@ -39,15 +40,6 @@ json read_json(const std::string& path) {
     fail(ErrorKind::kInvalidArgument, "invalid JSON in ", path, ": ", e.what());
   }
 }
-
-// One tensor to write: a weight of the checkpoint, its GGUF name, ne and type.
-struct Item {
-  std::string name;
-  const Matrix* m = nullptr;
-  std::vector<int64_t> ne;
-  GgmlType type = GgmlType::kF32;
-  std::vector<int64_t> row_from;  // output row -> source row (the vision q/k permutation); empty: identity
-};
 
 GgmlType weight_type(GgufOutType t) {
   switch (t) {
@@ -240,7 +232,9 @@ const char* type_name(GgmlType t) {
   return i ? i->name : "?";
 }
 
-}  // namespace
+}  // namespace export_detail
+
+using namespace export_detail;
 
 GgufOutType parse_gguf_out_type(const std::string& s) {
   std::string k = s;

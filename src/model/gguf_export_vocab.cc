@@ -101,7 +101,7 @@ void add_gguf_sampling(io::GgufWriter& w, const std::string& dir) {
   }
 }
 
-void add_gguf_vocab(io::GgufWriter& w, const std::string& dir, int vocab_size) {
+void add_gguf_vocab(io::GgufWriter& w, const std::string& dir, int vocab_size, const std::string& pre) {
   const std::string tok_path = io::join_path(dir, "tokenizer.json");
   if (!io::file_exists(tok_path))
     fail(ErrorKind::kNotFound, dir, " has no tokenizer.json (the GGUF carries the tokenizer; llama.cpp's converter "
@@ -156,7 +156,7 @@ void add_gguf_vocab(io::GgufWriter& w, const std::string& dir, int vocab_size) {
   }
 
   w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", "qwen2");
+  w.add_string("tokenizer.ggml.pre", pre);
   w.add_array("tokenizer.ggml.tokens", io::GgufValueType::kString, tok_list);
   w.add_array("tokenizer.ggml.token_type", io::GgufValueType::kI32, type_list);
   w.add_array("tokenizer.ggml.merges", io::GgufValueType::kString, merges);

@@ -1,7 +1,7 @@
 // The tokenizer and sampling metadata of `locr quantize` (model/gguf_export.h), as llama.cpp's
 // converter writes them (TextModel._set_vocab_gpt2, gguf-py SpecialVocab and Metadata):
 //
-//   tokenizer.ggml.model / pre    "gpt2" / "qwen2" (a byte-level BPE tokenizer.json is required)
+//   tokenizer.ggml.model / pre    "gpt2" / "qwen2" or "qwen35" (a byte-level BPE tokenizer.json is required)
 //   tokenizer.ggml.tokens         one per id up to the config's vocab_size; ids no token has are
 //                                 "[PAD<id>]" of type UNUSED (5)
 //   tokenizer.ggml.token_type     i32: NORMAL 1; an added token is CONTROL 3 when special or when it
@@ -24,6 +24,7 @@
 namespace locr::model {
 
 void add_gguf_sampling(io::GgufWriter& w, const std::string& model_dir);
-void add_gguf_vocab(io::GgufWriter& w, const std::string& model_dir, int vocab_size);
+// `pre`: tokenizer.ggml.pre, the pre-tokenizer's name ("qwen2" for LightOnOCR-2, "qwen35" for Qwen3.5).
+void add_gguf_vocab(io::GgufWriter& w, const std::string& model_dir, int vocab_size, const std::string& pre = "qwen2");
 
 }  // namespace locr::model

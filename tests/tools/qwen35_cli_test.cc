@@ -113,12 +113,23 @@ TEST(Qwen35Cli, EvalComparesBackends) {
   EXPECT_NE(bad.status, 0) << bad.out;
 }
 
-TEST(Qwen35Cli, CommandsWithoutQwen35SupportSaySo) {
+// `locr quantize` writes this family's GGUF files as llama.cpp's converter does (the bytes:
+// tests/unit/qwen35_gguf_export_test.cc), and locr runs them; q4_k_m is refused, nothing written.
+TEST(Qwen35Cli, QuantizeWritesGgufFilesLocrRuns) {
   TempDir t;
   const auto r = run_cmd(std::string(LOCR_BIN) + " quantize " + kModel + " " + (t / "q.gguf") + " --type q8_0 2>&1");
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.out.find("is a Qwen3.5 model"), std::string::npos) << r.out;
-  EXPECT_FALSE(fs::exists(t / "q.gguf"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote " + (t / "q.gguf")), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(t / "mmproj-q.gguf"));
+  fs::copy_file(std::string(kModel) + "/preprocessor_config.json", t / "preprocessor_config.json");
+  const auto g = run_cmd(std::string(LOCR_BIN) + " generate --model " + (t / "q.gguf") + " --mmproj " +
+                         (t / "mmproj-q.gguf") + " --image " + LOCR_FIXTURES_DIR + "/images/page_small.png" +
+                         " --max-tokens 4 --temperature 0 2>&1");
+  EXPECT_EQ(g.status, 0) << g.out;
+  const auto k = run_cmd(std::string(LOCR_BIN) + " quantize " + kModel + " " + (t / "k.gguf") + " --type q4_k_m 2>&1");
+  EXPECT_NE(k.status, 0);
+  EXPECT_NE(k.out.find("q4_k_m is not supported for Qwen3.5"), std::string::npos) << k.out;
+  EXPECT_FALSE(fs::exists(t / "k.gguf"));
 }
 
 // Options this family does not have are refused, naming them, by the in-process commands and by serve.

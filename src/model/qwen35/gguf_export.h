@@ -1,0 +1,32 @@
+// `locr quantize` for the Qwen3.5 family (LightOnOCR-3-0.8B / -4B): a model directory written as the
+// two GGUF files llama.cpp's convert_hf_to_gguf.py writes for it (Qwen3_5TextModel: arch `qwen35`;
+// Qwen3VLVisionModel: an mmproj of arch `clip`, projector `qwen3vl_merger`), the inverse of
+// model/qwen35/gguf.h. As the converter of llama-cpp-python 0.3.36 (the one
+// tools/reference/make_gguf_qwen35_fixtures.py runs): its metadata keys in its order, its tensor order
+// (shard by shard, each in name order), each tensor's transform (norms 1 + w except the DeltaNet's,
+// ssm_a = -exp(A_log), the 4B layout's value heads reordered to tiled order, the conv kernel squeezed,
+// the Conv3d split into its two frames) and type:
+//
+//   --type  2-D weights (token_embd, output incl.)   norms, vectors, biases, ssm_conv1d,   v.patch_embd
+//                                                    v.position_embd
+//   f32     F32                                      F32                                   F32
+//   f16     F16                                      F32                                   F16
+//   bf16    BF16                                     F32                                   F32
+//   q8_0    Q8_0, F16 where rows are not 32-blocks   F32                                   F32
+//
+// q4_k_m (llama-quantize's mix) is refused for this family so far. Provenance metadata as
+// model/gguf_export.h says (general.name from the directory's name; no basename / finetune guesses).
+#pragma once
+
+#include <string>
+
+#include "model/gguf_export.h"
+
+namespace locr::model::qwen35 {
+
+// Writes the Qwen3.5 model in `model_dir` to text_path and mmproj_path; checked before a byte is
+// written, each file atomically; fallbacks logged and returned, as export_gguf.
+GgufExportResult export_gguf(const std::string& model_dir, const std::string& text_path,
+                             const std::string& mmproj_path, GgufOutType type);
+
+}  // namespace locr::model::qwen35
