@@ -16,6 +16,10 @@
 //
 // q4_k_m (llama-quantize's mix) is refused for this family so far. Provenance metadata as
 // model/gguf_export.h says (general.name from the directory's name; no basename / finetune guesses).
+// Knowingly different: ssm_a = -exp(A_log) is computed with libm's expf, the converter's with
+// torch's, whose vectorised exp (16 heads at a time, as the real models have; the fixtures' 2 and 4
+// heads take its scalar path) differs by one ulp on some values: 4 of the 18 DeltaNet layers of a
+// random full-size 0.8B differ there by 1 ulp, every other byte equal (docs/tools.md).
 #pragma once
 
 #include <string>
