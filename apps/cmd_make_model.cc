@@ -20,7 +20,7 @@ int cmd_make_model(int argc, char** argv) {
   a.option("preset",
            "lightonocr-2-1b (default; the real shapes, ~2 GB in BF16), tiny, tiny-hd64 (head_dim 64, for CUDA "
            "tests), tiny-k (text widths of whole 256-blocks, for q4_k_m); Qwen3.5 family (LightOnOCR-3): "
-           "lightonocr-3-0.8b (~1.7 GB in BF16), lightonocr-3-4b (~9 GB) or tiny-qwen35 (4 layers, small widths)",
+           "lightonocr-3-0.8b (~1.7 GB in BF16), lightonocr-3-4b (~9 GB), tiny-qwen35 (4 layers, small widths) or tiny-qwen35-k (8 layers, rows of whole 256-blocks, for quantize --type q4_k_m)",
            "NAME");
   a.option("seed", "random seed (default 0)", "S");
   a.option("dtype", "weight dtype: bf16 (default), f16 or f32", "TYPE");

@@ -26,7 +26,7 @@ int cmd_quantize(int argc, char** argv) {
          "Write a LightOnOCR model (a Hugging Face directory, or ORG/NAME from the HF cache) as llama.cpp's\n"
          "GGUF files, as convert_hf_to_gguf.py writes them: OUT.gguf (the text model, arch qwen3) and\n"
          "mmproj-OUT.gguf next to it (vision encoder + projector, arch clip, projector lightonocr); for\n"
-         "LightOnOCR-3-0.8B / -4B (Qwen3.5) arch qwen35 and projector qwen3vl_merger (q4_k_m not yet).\n"
+         "LightOnOCR-3-0.8B / -4B (Qwen3.5) arch qwen35 and projector qwen3vl_merger.\n"
          "Both load in llama.cpp (llama-server -m OUT.gguf --mmproj mmproj-OUT.gguf) and in locr.");
   a.positional("in", "model directory or ORG/NAME");
   a.positional("out", "output text GGUF (OUT.gguf)");

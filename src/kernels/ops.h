@@ -128,10 +128,14 @@ struct StateBatch {
 // Shapes of a Gated DeltaNet layer (Ops::gated_delta_net).
 struct DeltaNetParams {
   int64_t n_k_heads = 0;  // query/key heads
-  int64_t n_v_heads = 0;  // value heads, a multiple of n_k_heads (value head h reads key head h / (n_v / n_k))
+  int64_t n_v_heads = 0;  // value heads, a multiple of n_k_heads (value head h reads key head key_head(h))
   int64_t k_dim = 0;      // query/key head width
   int64_t v_dim = 0;      // value head width
   float l2_eps = 1e-6f;   // the q/k L2 norm's epsilon (transformers' fixed 1e-6, not rms_norm_eps)
+  // The value heads' order when they outnumber the key heads: false, transformers' (grouped by key
+  // head: h reads key head h / (n_v / n_k)); true, llama.cpp's GGUF files' (tiled: h reads h % n_k).
+  bool tiled = false;
+  int64_t key_head(int64_t h) const { return tiled ? h % n_k_heads : h / (n_v_heads / n_k_heads); }
   // Floats of one slot of the recurrent state: n_v_heads * k_dim * v_dim.
   int64_t state_floats() const { return n_v_heads * k_dim * v_dim; }
 };
@@ -241,7 +245,7 @@ class Ops {
   void conv1d_silu(const View& x, const Matrix& w, const View& state, const StateBatch& b, const View& out);
   // The gated delta rule of every sequence of `b`, token by token (transformers'
   // torch_recurrent_gated_delta_rule with use_qk_l2norm_in_kernel), per row t and value head h
-  // (key head kh = h / (n_v_heads / n_k_heads)), S the head's [k_dim, v_dim] F32 state:
+  // (key head kh = p.key_head(h)), S the head's [k_dim, v_dim] F32 state:
   //   q' = l2norm(q[t, kh]) / sqrt(k_dim);  k' = l2norm(k[t, kh]);  l2norm(x) = x * rsqrt(sum x^2 + l2_eps)
   //   beta = sigmoid(beta_in[t, h]);  g = -exp(a_log[h]) * softplus(a[t, h] + dt_bias[h])
   //   S = S * exp(g);  d = (v[t, h] - S^T k') * beta;  S = S + k' d^T;  out[t, h] = S^T q'

@@ -132,12 +132,12 @@ void gated_delta_net_host(const float* q, int64_t q_stride, const float* k, int6
                           int64_t v_stride, const float* a, int64_t a_stride, const float* beta_in,
                           int64_t beta_stride, const float* a_log, const float* dt_bias, float* state,
                           const DeltaNetParams& p, int64_t n, float* out, int64_t out_stride) {
-  const int64_t KD = p.k_dim, VD = p.v_dim, group = p.n_v_heads / p.n_k_heads;
+  const int64_t KD = p.k_dim, VD = p.v_dim;
   std::vector<double> qn(KD), kn(KD), d(VD);
   const double q_scale = 1.0 / std::sqrt(static_cast<double>(KD));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t h = 0; h < p.n_v_heads; ++h) {
-      const int64_t kh = h / group;
+      const int64_t kh = p.key_head(h);
       const float* qh = q + t * q_stride + kh * KD;
       const float* kh_ = k + t * k_stride + kh * KD;
       double sq = 0, sk = 0;

@@ -273,7 +273,10 @@ io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, 
   std::sscanf(name.c_str(), "blk.%d.", &layer);
   if (name == "output.weight" || (tied && name == "token_embd.weight"))
     return cols % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
-  if ((name.find("attn_v.weight") != std::string::npos || name.find("ffn_down") != std::string::npos) &&
+  // llama-quant.cpp's category_is_attn_v takes attn_qkv (Qwen3.5's DeltaNet input projection) with
+  // attn_v; with one of them per block, its counter is the block number, as ffn_down's is.
+  if ((name.find("attn_v.weight") != std::string::npos || name.find("attn_qkv.weight") != std::string::npos ||
+       name.find("ffn_down") != std::string::npos) &&
       use_more_bits(layer, n_layers))
     return GgmlType::kQ6_K;
   return GgmlType::kQ4_K;

@@ -62,8 +62,9 @@ GgufOutType parse_gguf_out_type(const std::string& s);
 const char* gguf_out_type_name(GgufOutType t);
 
 // The type llama.cpp's Q4_K_M mix chooses for the text tensor `name` (a 2-D weight with rows of
-// `cols`) of a qwen3 model of n_layers layers, `tied` when token_embd is also the head, before the
-// fallback for rows that are not whole blocks (llama_tensor_get_type_impl): see gguf_export.cc.
+// `cols`) of a qwen3 or qwen35 model of n_layers layers, `tied` when token_embd is also the head,
+// before the fallback for rows that are not whole blocks (llama_tensor_get_type_impl): see
+// gguf_export.cc. (qwen35: attn_qkv counts as attn_v; every block has one of the two.)
 io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, bool tied);
 // What llama-quantize writes for a tensor it chose `type` for, with rows of `cols` elements
 // (llama-quant.cpp tensor_type_fallback): `type` when the rows are whole blocks of it; else Q4_K ->

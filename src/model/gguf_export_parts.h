@@ -43,6 +43,9 @@ std::vector<int64_t> ne_of(const Matrix& m, bool vector);
 void check_dir(const std::string& path);
 int64_t elements(const std::vector<Item>& items);
 void add_tensors(io::GgufWriter& w, const std::vector<Item>& items);
+// llama-quantize's tensor order (llama_model_loader's weight_name_comparer): tensors outside the
+// blocks first, then by block number, by name within each.
+bool llama_tensor_order(const Item& a, const Item& b);
 // Elements per block (ggml_blck_size) of the types locr writes, and a type's name.
 int64_t block_size(io::GgmlType t);
 const char* type_name(io::GgmlType t);

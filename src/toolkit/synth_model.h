@@ -35,7 +35,7 @@ struct SynthPreset {
 // "tiny-hd64" (2+2 layers, hidden 128, head_dim 64 in both towers: the CUDA kernels' head size) or
 // "tiny-k" (8 text layers of hidden 256 / ffn 512, widths of whole K-quant super-blocks, and the
 // tiny vision tower: for `locr quantize --type q4_k_m`). The Qwen3.5 family's presets
-// (lightonocr-3-0.8b, lightonocr-3-4b, tiny-qwen35) are in toolkit/synth_qwen35.h.
+// (lightonocr-3-0.8b, lightonocr-3-4b, tiny-qwen35, tiny-qwen35-k) are in toolkit/synth_qwen35.h.
 SynthPreset synth_preset(const std::string& name);
 
 // kLinear: N(0, 1/fan_in); kEmbedding: N(0, 1/shape[1]); kNorm: 1 + N(0, 0.05^2);

@@ -207,7 +207,7 @@ void write_text(const std::string& dir, const std::string& name, const std::stri
 }  // namespace
 
 bool is_qwen35_preset(const std::string& name) {
-  return name == "lightonocr-3-0.8b" || name == "lightonocr-3-4b" || name == "tiny-qwen35";
+  return name == "lightonocr-3-0.8b" || name == "lightonocr-3-4b" || name == "tiny-qwen35" || name == "tiny-qwen35-k";
 }
 
 Qwen35Preset qwen35_preset(const std::string& name) {
@@ -228,8 +228,19 @@ Qwen35Preset qwen35_preset(const std::string& name) {
     p.vision_hidden = 128, p.vision_intermediate = 256, p.vision_depth = 2, p.vision_heads = 2;
     return p;
   }
+  if (name == "tiny-qwen35-k") {
+    // Every text row a whole number of 256-element super-blocks (for quantize --type q4_k_m: Q4_K and
+    // Q6_K without fallbacks), 8 layers (llama.cpp's "more bits" layers 0, 3, 6, 7), the 4B's layout
+    // (value heads = 2 x key heads, untied head).
+    p.text_hidden = 256, p.text_intermediate = 512, p.text_layers = 8, p.text_heads = 4, p.text_kv_heads = 2;
+    p.linear_key_heads = 2, p.linear_value_heads = 4;
+    p.vocab_size = 4096, p.n_regular_tokens = 4000;
+    p.tie_word_embeddings = false;
+    p.vision_hidden = 256, p.vision_intermediate = 512, p.vision_depth = 2, p.vision_heads = 2;
+    return p;
+  }
   fail(ErrorKind::kInvalidArgument, "unknown Qwen3.5 preset '", name,
-       "' (expected lightonocr-3-0.8b, lightonocr-3-4b or tiny-qwen35)");
+       "' (expected lightonocr-3-0.8b, lightonocr-3-4b, tiny-qwen35 or tiny-qwen35-k)");
 }
 
 std::vector<WeightSpec> qwen35_weight_specs(const Qwen35Preset& p) {

@@ -60,11 +60,13 @@ struct Qwen35Preset {
   int64_t added_id(int i) const { return n_regular_tokens + i; }
 };
 
-// True for "lightonocr-3-0.8b", "lightonocr-3-4b" and "tiny-qwen35".
+// True for "lightonocr-3-0.8b", "lightonocr-3-4b", "tiny-qwen35" and "tiny-qwen35-k".
 bool is_qwen35_preset(const std::string& name);
 // "lightonocr-3-0.8b" (Qwen3.5-0.8B's shape), "lightonocr-3-4b" (Qwen3.5-4B's) or "tiny-qwen35"
 // (4 layers [L, L, L, F] of hidden 128, the real head widths (attention 256, DeltaNet 128, vision
-// 64), 2 vision blocks, a 4096-row vocabulary with the added tokens at 4000..4032).
+// 64), 2 vision blocks, a 4096-row vocabulary with the added tokens at 4000..4032) or "tiny-qwen35-k"
+// (8 layers of hidden 256 / ffn 512, every text row whole 256-blocks, value heads = 2 x key heads,
+// untied: for quantize --type q4_k_m).
 Qwen35Preset qwen35_preset(const std::string& name);
 
 // Every tensor, sorted by name (the order in the file).

@@ -123,6 +123,7 @@ TEST(CudaQwen35, ElementwiseMatchTheOracle) {
 
 struct Shapes {
   int64_t nk, nv, kd, vd, K;
+  bool tiled = false;  // value heads in a GGUF file's tiled order (DeltaNetParams::tiled)
 };
 
 // Two steps (prefill chunks, then decodes) of a batch through the conv and the delta rule, q/k/v
@@ -132,7 +133,7 @@ void run_batch(const Shapes& sh) {
   auto ops = make_ops("cuda");
   auto ref = make_ops("ref");
   DeltaNetParams p;
-  p.n_k_heads = sh.nk, p.n_v_heads = sh.nv, p.k_dim = sh.kd, p.v_dim = sh.vd;
+  p.n_k_heads = sh.nk, p.n_v_heads = sh.nv, p.k_dim = sh.kd, p.v_dim = sh.vd, p.tiled = sh.tiled;
   const int64_t nq = sh.nk * sh.kd, nvv = sh.nv * sh.vd, C = 2 * nq + nvv, K = sh.K, sw = (K - 1) * C;
   const int64_t n_slots = 5, sf = p.state_floats(), xs = C + 3, gs = 2 * sh.nv + 1;
   const Matrix w = make_matrix(DType::kBF16, C, K, 10, 0.6f);
@@ -175,6 +176,7 @@ TEST(CudaQwen35, RecurrentBatchesMatchTheOracle) {
   run_batch({2, 4, 40, 24, 4});    // two value heads per key head, k_dim != v_dim, partial tiles
   run_batch({1, 1, 3, 5, 2});      // tiny
   run_batch({1, 2, 256, 40, 3});   // the widest key head (8 warps)
+  run_batch({2, 4, 128, 128, 4, true});  // the 4B's layout as a GGUF holds it (tiled value heads)
 }
 
 // One call, two calls, one row per call: the same bits (the kernels' arithmetic per row does not

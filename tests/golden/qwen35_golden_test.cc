@@ -73,7 +73,7 @@ std::vector<Case> discover() {
         std::string bn(b);
         std::replace(bn.begin(), bn.end(), '-', '_');
         out.push_back({m.path().string(), (c.path().parent_path() / (c.path().stem().string() + ".json")).string(),
-                       c.path().string(), n + "__" + bn, b});
+                       c.path().string(), n + "__" + bn, b, "", "", false});
       }
       const std::string model = m.path().filename().string();
       const fs::path g = kGguf / model;
@@ -102,11 +102,12 @@ std::vector<Case> discover() {
 struct Bound {
   double max_abs_rel, min_cos, max_rel_l2;
 };
-// A Q8_0 GGUF on cpu-bf16 (prompt only): 8-bit weight rows (one Q8_0 block per row here) and a Q8_0
-// embedding table on top of BF16's rounding reach relative L2 0.19 / cosine 0.983 on qwen35_b's
-// logits (32 wide); the bound keeps a margin, and a mis-laid-out tensor still gives cosines near 0.
+// A Q8_0 GGUF on cpu-bf16 (prompt only): 8-bit weight rows (one or two Q8_0 blocks per row here) and
+// a Q8_0 embedding table on top of BF16's rounding reach relative L2 0.265 / cosine 0.965 at worst
+// (qwen35_b's last hidden states and logits, 32 wide; over all 272 comparisons of both models); the
+// bound keeps a margin, and a mis-laid-out tensor still gives cosines near 0.
 Bound bound(const std::string& backend, bool decode, bool quantized = false) {
-  if (quantized) return {1.0, 0.97, 0.25};
+  if (quantized) return {1.0, 0.95, 0.35};
   if (backend != "cpu-bf16") return {2e-4, 0.999999, 1.0};
   return decode ? Bound{1.0, 0.95, 0.35} : Bound{1.0, 0.99, 0.15};
 }

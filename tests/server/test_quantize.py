@@ -266,3 +266,57 @@ def test_serve_runs_the_fallback_files(tmp_path):
         assert r.json()["usage"]["completion_tokens"] >= 1
     finally:
         assert s.stop() == 0
+
+
+# The Qwen3.5 family (LightOnOCR-3-0.8B / -4B layouts): --type q4_k_m is llama-quantize's Q4_K_M run on
+# the converter's f32 file, byte for byte (tools/reference/make_q4_k_m_fixture.py), on the fixture
+# models (widths 32 to 128: every quantized tensor falls back) and on make-model's tiny-qwen35-k (rows
+# of whole 256-blocks; the 4B's value-head layout, untied head); locr serves what it wrote.
+QWEN35 = FIXTURES / "qwen35"
+
+
+def sha256_of(path):
+    import hashlib
+    data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest(), len(data)
+
+
+def want_sha256(name):
+    h, n = (FIXTURES / "gguf" / "qwen35" / f"{name}-q4_k_m.sha256").read_text().split()
+    return h, int(n)
+
+
+@pytest.mark.parametrize("m", ["qwen35_a", "qwen35_b"])
+def test_qwen35_q4_k_m_is_llama_quantizes_byte_for_byte(tmp_path, m):
+    r = quantize(QWEN35 / m, tmp_path / f"{m}-q4_k_m.gguf", "--type", "q4_k_m")
+    assert r.returncode == 0, r.stderr
+    assert sha256_of(tmp_path / f"{m}-q4_k_m.gguf") == want_sha256(m)
+    # Every row of 32 to 128 elements: Q4_K -> Q5_0, the more-bits tensors' Q6_K -> Q8_0.
+    assert "Q4_K -> Q5_0" in r.stdout and "Q6_K -> Q8_0" in r.stdout, r.stdout
+
+
+def test_qwen35_q4_k_m_mix_is_llama_quantizes_and_serves(tmp_path):
+    r = subprocess.run([locr_bin(), "make-model", "--preset", "tiny-qwen35-k", "--dtype", "f32", "--out",
+                        str(tmp_path / "tiny_qk"), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    text = tmp_path / "tiny_qk-q4_k_m.gguf"
+    r = quantize(tmp_path / "tiny_qk", text, "--type", "q4_k_m")
+    assert r.returncode == 0, r.stderr
+    assert sha256_of(text) == want_sha256("tiny_qk")
+    # 8 layers: 6 DeltaNet (attn_qkv, attn_gate, ssm_alpha, ssm_beta, ssm_out) and 2 attention (q, k, v,
+    # output), each with gate / up / down; token_embd, output. Q6_K: output, and attn_qkv / attn_v and
+    # ffn_down of the more-bits layers 0, 3, 6, 7; the mmproj's 2-D weights Q8_0.
+    assert "(55 Q4_K, 9 Q6_K, 10 Q8_0, 0 Q5_0)" in r.stdout, r.stdout
+    (tmp_path / "preprocessor_config.json").write_bytes((tmp_path / "tiny_qk" / "preprocessor_config.json").read_bytes())
+    s = Server("--mmproj", str(tmp_path / "mmproj-tiny_qk-q4_k_m.gguf"), "--served-model-name", "m",
+               "--max-model-len", "4096", "--kv-cache-memory", "64MiB", model=text)
+    try:
+        png = (FIXTURES / "images" / "page_small.png").read_bytes()
+        import base64
+        r = s.post("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}}]}],
+            "max_tokens": 4, **greedy()}, timeout=300)
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["completion_tokens"] > 0
+    finally:
+        s.stop()

@@ -3,13 +3,13 @@
 // converter reorders, untied, sharded) written by locr as f32 / bf16 / q8_0 text and f32 / f16
 // mmproj equal the converter's files (tests/fixtures/gguf/qwen35/, made by
 // tools/reference/make_gguf_qwen35_fixtures.py) tensor by tensor, key by key and byte for byte.
-// (That locr runs those files: tests/unit/qwen35_gguf_test.cc, tests/golden/qwen35_golden_test.cc.)
+// (That locr runs those files: tests/unit/qwen35_gguf_test.cc, tests/golden/qwen35_golden_test.cc;
+// --type q4_k_m against llama-quantize's bytes: tests/server/test_quantize.py.)
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <string>
 
 #include "core/error.h"
@@ -57,19 +57,6 @@ TEST_P(Qwen35GgufExport, EqualsLlamaCppsConverter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35GgufExport, ::testing::Values("qwen35_a", "qwen35_b"));
-
-TEST(Qwen35GgufExportRefusals, Q4_KMIsRefusedAndNothingWritten) {
-  const std::string text = out_dir() + "/k.gguf";
-  std::string e;
-  try {
-    qwen35::export_gguf(kFix + "/qwen35/qwen35_a", text, default_mmproj_path(text), GgufOutType::kQ4_K_M);
-  } catch (const Error& err) {
-    e = err.what();
-  }
-  EXPECT_NE(e.find("q4_k_m is not supported for Qwen3.5"), std::string::npos) << e;
-  EXPECT_FALSE(fs::exists(text));
-  EXPECT_FALSE(fs::exists(default_mmproj_path(text)));
-}
 
 }  // namespace
 }  // namespace locr::model::qwen35

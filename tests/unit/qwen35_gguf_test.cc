@@ -3,8 +3,11 @@
 // from tests/fixtures/qwen35/; tools/reference/make_gguf_qwen35_fixtures.py):
 //   - --outtype f32 holds the checkpoint's own floats: every weight locr binds from it equals, bit
 //     for bit, what it binds from the safetensors (A_log, stored as -exp(A_log), to 1e-6), so every
-//     transform the converter applies (1 + w norms, the 4B layout's value-head reorder of rows,
-//     conv channels and out_proj columns, the split Conv3d, interleaved q / gate rows) is undone exactly;
+//     transform the converter applies (1 + w norms, the split Conv3d, interleaved q / gate rows) is
+//     undone exactly; the 4B layout's value heads stay in the file's tiled order (the kernel reads
+//     them so, DeltaNetParams::tiled): equal to the checkpoint's reordered here by this test's own
+//     transcription of the converter's reorder (rows of qkv's v part, z, b, a and the conv's v
+//     channels, A_log and dt_bias, out_proj's columns);
 //   - --outtype q8_0: each Q8_0 tensor equals, byte for byte, what locr's own Q8_0 quantizer makes
 //     of the checkpoint's (the quantizer llama.cpp's converter runs; tests/unit/quantize_*); the
 //     rest within 8-bit rounding;
@@ -22,6 +25,7 @@
 #include "io/safetensors.h"
 #include "model/qwen35/gguf.h"
 #include "model/qwen35/model.h"
+#include "../common/qwen35_matrices.h"
 
 namespace locr::model::qwen35 {
 namespace {
@@ -37,74 +41,20 @@ GgufFiles open_files(const std::string& model, const std::string& text_type, con
                    gguf(model, "mmproj-" + model + "-" + mmproj_type + ".gguf"));
 }
 
-// Every matrix of the weights with a name, in the same order for any two Weights of one config.
-void each_matrix(const Weights& w, const std::function<void(const std::string&, const Matrix&)>& f) {
-  f("embed_tokens", w.text.embed_tokens);
-  for (size_t i = 0; i < w.text.layers.size(); ++i) {
-    const LayerWeights& L = w.text.layers[i];
-    const std::string p = "layer" + std::to_string(i) + ".";
-    f(p + "input_layernorm", L.input_layernorm);
-    f(p + "post_attention_layernorm", L.post_attention_layernorm);
-    if (L.full_attention) {
-      const char* parts[] = {"q", "gate", "k", "v"};
-      for (size_t k = 0; k < 4; ++k) f(p + "attn." + parts[k], L.attn.qgkv.parts[k]);
-      f(p + "attn.q_norm", L.attn.q_norm);
-      f(p + "attn.k_norm", L.attn.k_norm);
-      f(p + "attn.o_proj", L.attn.o_proj);
-    } else {
-      const char* parts[] = {"qkv", "z", "b", "a"};
-      for (size_t k = 0; k < 4; ++k) f(p + "linear.in_proj." + parts[k], L.linear.in_proj.parts[k]);
-      f(p + "linear.conv", L.linear.conv);
-      f(p + "linear.a_log", L.linear.a_log);
-      f(p + "linear.dt_bias", L.linear.dt_bias);
-      f(p + "linear.norm", L.linear.norm);
-      f(p + "linear.out_proj", L.linear.out_proj);
-    }
-    f(p + "gate", L.gate_up.parts[0]);
-    f(p + "up", L.gate_up.parts[1]);
-    f(p + "down", L.down_proj);
-  }
-  f("norm", w.text.norm);
-  f("lm_head", w.text.lm_head);
-  const VisionWeights& v = w.vision;
-  f("vision.patch_embed.w", v.patch_embed.w);
-  f("vision.patch_embed.b", v.patch_embed.b);
-  f("vision.pos_embed", v.pos_embed);
-  for (size_t i = 0; i < v.blocks.size(); ++i) {
-    const VisionBlockWeights& B = v.blocks[i];
-    const std::string p = "vision.block" + std::to_string(i) + ".";
-    for (auto [n, m] : {std::pair{"norm1_w", &B.norm1_w}, {"norm1_b", &B.norm1_b}, {"norm2_w", &B.norm2_w},
-                        {"norm2_b", &B.norm2_b}, {"qkv.w", &B.qkv.w}, {"qkv.b", &B.qkv.b}, {"proj.w", &B.proj.w},
-                        {"proj.b", &B.proj.b}, {"fc1.w", &B.fc1.w}, {"fc1.b", &B.fc1.b}, {"fc2.w", &B.fc2.w},
-                        {"fc2.b", &B.fc2.b}})
-      f(p + n, *m);
-  }
-  f("vision.merger_norm_w", v.merger_norm_w);
-  f("vision.merger_norm_b", v.merger_norm_b);
-  f("vision.merger_fc1.w", v.merger_fc1.w);
-  f("vision.merger_fc1.b", v.merger_fc1.b);
-  f("vision.merger_fc2.w", v.merger_fc2.w);
-  f("vision.merger_fc2.b", v.merger_fc2.b);
-}
-
-std::vector<std::pair<std::string, Matrix>> matrices(const Weights& w) {
-  std::vector<std::pair<std::string, Matrix>> out;
-  each_matrix(w, [&](const std::string& n, const Matrix& m) { out.emplace_back(n, m); });
-  return out;
-}
-
 struct Checkpoint {
   io::SafetensorsSet st;
   Config cfg;
   Weights w;
 };
 
+// The checkpoint's weights, in the GGUF files' value-head order.
 std::unique_ptr<Checkpoint> checkpoint(const std::string& model) {
   auto c = std::make_unique<Checkpoint>();
   const std::string dir = kFixtures + "/qwen35/" + model;
   c->st = io::SafetensorsSet::open_dir(dir);
   c->cfg = Config::from_file(dir + "/config.json");
   c->w = load_weights(c->st, c->cfg);
+  tile_value_heads(c->w, c->cfg.text);
   return c;
 }
 
@@ -155,6 +105,8 @@ TEST_P(Qwen35Gguf, F32WeightsEqualTheCheckpoints) {
   const auto ck = checkpoint(model);
   const GgufFiles f = open_files(model, "f32", "f32");
   const Weights g = load_gguf_weights(f, gguf_config(f), DType::kF32, true);
+  EXPECT_EQ(g.text.tiled_v_heads, model == "qwen35_b");
+  EXPECT_EQ(g.text.tiled_v_heads, ck->w.text.tiled_v_heads);
   const auto want = matrices(ck->w), got = matrices(g);
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -200,16 +152,16 @@ TEST_P(Qwen35Gguf, Q8_0WeightsAreTheCheckpointsQuantized) {
       ++q8;
       continue;
     }
-    // The rest, against the checkpoint's floats: as stored (norms, conv, vectors: F32, equal) or 8-bit (the Q8_0 embedding table
-    // against the checkpoint's floats; out_proj columns reordered across Q8_0 blocks, dequantized):
+    // The rest, against the checkpoint's floats: as stored (norms, conv, vectors: F32, equal) or 8-bit
+    // (the Q8_0 embedding table against the checkpoint's floats):
     // within half a Q8_0 step, max |w| of a row / 254, plus the F16 scale's rounding (relative
     // 2^-11, times up to 127 steps: max |w| / 2048, bounded by max |w| / 1000).
     const Matrix& x = floats[i].second;
     for (int64_t r = 0; r < x.rows; ++r) {
       double amax = 0;
       for (int64_t c = 0; c < x.cols; ++c) amax = std::max(amax, std::fabs(double(x.at(r, c))));
-      const bool exact = m.dtype == DType::kF32 && name.find("out_proj") == std::string::npos &&
-                         name.find("embed") == std::string::npos && name.find("lm_head") == std::string::npos;
+      const bool exact = m.dtype == DType::kF32 && name.find("embed") == std::string::npos &&
+                         name.find("lm_head") == std::string::npos;
       const double tol = name.find("a_log") != std::string::npos ? 1e-6 * amax
                          : exact                                 ? 0.0
                                                                  : amax / 254 + amax / 1000;

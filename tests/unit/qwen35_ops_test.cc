@@ -113,7 +113,8 @@ void gdn_expected(const std::vector<float>& q, const std::vector<float>& k, cons
   out.assign(n * nv * vd, 0.0);
   for (int64_t t = 0; t < n; ++t)
     for (int64_t h = 0; h < nv; ++h) {
-      const int64_t kh = h / rep;  // repeat_interleave
+      // transformers' repeat_interleave, or llama.cpp's tiled order (DeltaNetParams::tiled: its ggml_repeat).
+      const int64_t kh = p.tiled ? h % nk : h / rep;
       std::vector<double> qq(kd), kk(kd), kv_mem(vd, 0.0), delta(vd);
       double qs = 0, ks = 0;
       for (int64_t i = 0; i < kd; ++i) {
@@ -200,8 +201,10 @@ TEST(Qwen35Oracle, GatedDeltaNetByHand) {
 // transcription: a + dt_bias across 20, both sides of it.
 TEST(Qwen35Oracle, GatedDeltaNetMatchesTheTranscription) {
   auto ref = make_ops("ref");
-  for (float a_scale : {1.0f, 30.0f}) {
+  for (float a_scale : {1.0f, 30.0f, -1.0f}) {
     DeltaNetParams p;
+    p.tiled = a_scale < 0;  // the tiled value-head order, with a_scale 1
+    a_scale = std::fabs(a_scale);
     p.n_k_heads = 2;
     p.n_v_heads = 4;
     p.k_dim = 5;
@@ -421,12 +424,13 @@ struct GdnData {
 
 std::vector<GdnCase> gdn_cases() {
   std::vector<GdnCase> cs;
-  auto params = [](int64_t nk, int64_t nv, int64_t kd, int64_t vd) {
+  auto params = [](int64_t nk, int64_t nv, int64_t kd, int64_t vd, bool tiled = false) {
     DeltaNetParams p;
     p.n_k_heads = nk;
     p.n_v_heads = nv;
     p.k_dim = kd;
     p.v_dim = vd;
+    p.tiled = tiled;
     return p;
   };
   // Several sequences in one step, fresh and carried slots out of order, an empty one.
@@ -435,6 +439,9 @@ std::vector<GdnCase> gdn_cases() {
   cs.push_back({params(2, 2, 128, 128), {{3, 1, false}, {12, 0, true}}, 2, 1});              // real head size
   cs.push_back({params(1, 1, 3, 5), {{9, 0, false}}, 1, 2});                                  // tiny, odd
   cs.push_back({params(2, 4, 32, 64), {{64, 0, true}}, 1, 0});                                // a prefill
+  // Value heads in a GGUF file's tiled order (head h reads key head h % n_k): a step, a decode.
+  cs.push_back({params(2, 4, 24, 40, true), {{7, 2, false}, {1, 0, true}, {30, 3, true}}, 4, 1});
+  cs.push_back({params(3, 6, 16, 16, true), {{1, 1, false}, {1, 0, false}}, 2, 0});
   return cs;
 }
 

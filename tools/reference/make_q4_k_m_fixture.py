@@ -11,6 +11,14 @@
                                              llama-quantize's fallbacks (attn_output Q4_K -> Q5_0,
                                              everything else F16); its f32 file is the converter's
                                              (tests/fixtures/gguf/tiny_d.sha256)
+  tests/fixtures/gguf/qwen35/<m>-q4_k_m.sha256 the same for the Qwen3.5 family (arch qwen35): m =
+                                             qwen35_a, qwen35_b from the converter's own f32 files
+                                             (tests/fixtures/gguf/qwen35/<m>/<m>-f32.gguf; widths
+                                             of 32 to 128: every tensor falls back, Q4_K -> Q5_0,
+                                             Q6_K -> Q8_0), and m = tiny_qk, `locr make-model
+                                             --preset tiny-qwen35-k --dtype f32` (rows of whole
+                                             256-blocks: Q4_K and Q6_K) through `locr quantize
+                                             --type f32` (the converter's bytes on the fixtures)
 
 (`--type f32` is byte for byte llama.cpp's converter on the fixture models, tests/unit/
 gguf_export_test.cc, so this is llama.cpp's convert + llama-quantize pipeline.) The quantizer is
@@ -54,15 +62,24 @@ def main():
         subprocess.run(["gcc", "-O1", "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), str(t / "q.c"),
                         "-o", str(t / "q"), "-L", str(lib), "-lllama", f"-Wl,-rpath,{lib}"], check=True)
         root = Path(__file__).resolve().parents[2]
-        for name, model in (("tiny_k", t / "tiny_k"), ("tiny_d", root / "tests" / "fixtures" / "models" / "tiny_d")):
-            subprocess.run([locr, "quantize", str(model), str(t / f"{name}-f32.gguf"), "--type", "f32"], check=True,
-                           stdout=subprocess.DEVNULL)
+        subprocess.run([locr, "make-model", "--preset", "tiny-qwen35-k", "--dtype", "f32", "--out", str(t / "tiny_qk"),
+                        "--quiet"], check=True)
+        conv = root / "tests" / "fixtures" / "gguf" / "qwen35"
+        runs = [("tiny_k", t / "tiny_k", out), ("tiny_d", root / "tests" / "fixtures" / "models" / "tiny_d", out),
+                ("tiny_qk", t / "tiny_qk", out / "qwen35")]
+        runs += [(m, conv / m / f"{m}-f32.gguf", out / "qwen35") for m in ("qwen35_a", "qwen35_b")]
+        for name, model, dest in runs:
+            if model.suffix == ".gguf":  # the converter's own f32 file
+                (t / f"{name}-f32.gguf").write_bytes(model.read_bytes())
+            else:
+                subprocess.run([locr, "quantize", str(model), str(t / f"{name}-f32.gguf"), "--type", "f32"], check=True,
+                               stdout=subprocess.DEVNULL)
             subprocess.run([str(t / "q"), str(t / f"{name}-f32.gguf"), str(t / f"{name}-q4_k_m.gguf")], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             data = (t / f"{name}-q4_k_m.gguf").read_bytes()
             line = f"{hashlib.sha256(data).hexdigest()}  {len(data)}\n"
-            (out / f"{name}-q4_k_m.sha256").write_text(line)
-            print(out / f"{name}-q4_k_m.sha256", line.strip())
+            (dest / f"{name}-q4_k_m.sha256").write_text(line)
+            print(dest / f"{name}-q4_k_m.sha256", line.strip())
 
 
 if __name__ == "__main__":

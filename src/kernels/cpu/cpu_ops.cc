@@ -638,6 +638,7 @@ class CpuOps final : public Ops {
     g.out_stride = out.stride;
     g.n_k_heads = p.n_k_heads;
     g.n_v_heads = p.n_v_heads;
+    g.tiled = p.tiled;
     g.k_dim = p.k_dim;
     g.v_dim = p.v_dim;
     g.l2_eps = p.l2_eps;

@@ -61,6 +61,7 @@ struct GdnArgs {
   float* out;
   int64_t q_stride, k_stride, v_stride, a_stride, b_stride, out_stride;
   int64_t n_k_heads, n_v_heads, k_dim, v_dim;
+  bool tiled;  // DeltaNetParams::tiled: value head h reads key head h % n_k_heads, else h / (n_v / n_k)
   float l2_eps;
   const float* a_log;    // [n_v_heads]
   const float* dt_bias;  // [n_v_heads]

@@ -157,7 +157,7 @@ template <bool FULL>
 void gdn_rows(const GdnArgs& g, int64_t r0, int64_t n, float* sc, int64_t ld, bool zero, int64_t h, int64_t j0,
               const int* cnt) {
   constexpr int NV = kGdnNV;
-  const int64_t KD = g.k_dim, VD = g.v_dim, kh = h / (g.n_v_heads / g.n_k_heads);
+  const int64_t KD = g.k_dim, VD = g.v_dim, kh = g.tiled ? h % g.n_k_heads : h / (g.n_v_heads / g.n_k_heads);
   auto ld_v = [&](const float* p, int v) { return FULL ? vload(p + v * W) : vload_n(p + v * W, cnt[v]); };
   auto st_v = [&](float* p, int v, vf x) {
     if (FULL) {

@@ -218,6 +218,7 @@ struct GatedDeltaNet {
   float* state = nullptr;          // [n_slots, n_v_heads * k_dim * v_dim]
   int64_t rows = 0;                // rows of the step (cu_q[n_seqs] of every replay)
   int n_k_heads = 0, n_v_heads = 0, k_dim = 0, v_dim = 0;
+  int tiled = 0;  // DeltaNetParams::tiled: value head h reads key head h % n_k_heads, else h / (n_v / n_k)
   float l2_eps = 1e-6f;
 };
 // Scratch bytes gated_delta_net needs (the per-row gates and norms).

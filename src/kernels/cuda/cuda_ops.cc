@@ -311,6 +311,7 @@ class CudaOps : public Ops {
     g.state = state.f32();
     g.rows = q.rows;
     g.n_k_heads = static_cast<int>(p.n_k_heads), g.n_v_heads = static_cast<int>(p.n_v_heads);
+    g.tiled = p.tiled ? 1 : 0;
     g.k_dim = static_cast<int>(p.k_dim), g.v_dim = static_cast<int>(p.v_dim);
     g.l2_eps = p.l2_eps;
     cuda::gated_delta_net(g, recurrent(b), scratch(kGdn, gated_delta_net_workspace(g)), stream_);

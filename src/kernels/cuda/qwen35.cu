@@ -186,7 +186,7 @@ __global__ void gdn_kernel(GatedDeltaNet p, const int32_t* cu_q, const int32_t* 
   extern __shared__ float sm[];
   const int KD = p.k_dim, VD = p.v_dim, nv = p.n_v_heads;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const int h = blockIdx.y, seq = blockIdx.z, kh = h / (nv / p.n_k_heads);
+  const int h = blockIdx.y, seq = blockIdx.z, kh = p.tiled ? h % p.n_k_heads : h / (nv / p.n_k_heads);
   const int j = blockIdx.x * kGdnCols + lane;
   const bool col = j < VD;
   const int64_t r0 = cu_q[seq], n = cu_q[seq + 1] - r0;

@@ -183,6 +183,7 @@ void Decoder::forward(float* x_data, const std::vector<Seq>& seqs, KvPool& kv, S
   dp.n_v_heads = nv;
   dp.k_dim = cfg_.linear_key_head_dim;
   dp.v_dim = cfg_.linear_value_head_dim;
+  dp.tiled = w_.tiled_v_heads;
 
   const kernels::View x = ops_.f32(x_data, R, H);
   const kernels::View h = ws.view(kH, R, H);

@@ -172,19 +172,6 @@ ProcessorConfig gguf_processor_config(const GgufFiles& f, const std::string& dir
 
 namespace {
 
-// The converter's value-head order (tiled: for r value heads per key head, file head j * nk + g
-// holds HF head g * r + j) undone: for each HF row, the file row it is in. Rows [offset, offset +
-// nk * r * width) are value heads of `width` rows each; the others stay.
-std::vector<int64_t> untile_rows(int64_t total, int64_t offset, int64_t nk, int64_t r, int64_t width) {
-  std::vector<int64_t> row_of(static_cast<size_t>(total));
-  for (int64_t i = 0; i < total; ++i) row_of[i] = i;
-  for (int64_t g = 0; g < nk; ++g)
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t d = 0; d < width; ++d)
-        row_of[offset + (g * r + j) * width + d] = offset + (j * nk + g) * width + d;
-  return row_of;
-}
-
 // An F32 [rows, cols] matrix the Matrix owns.
 Matrix f32_matrix(int64_t rows, int64_t cols, float** data) {
   auto t = std::make_shared<Tensor>(Tensor::empty(DType::kF32, rows == 1 ? std::vector<int64_t>{cols}
@@ -195,70 +182,15 @@ Matrix f32_matrix(int64_t rows, int64_t cols, float** data) {
   return m;
 }
 
-// out_proj [rows, nv * width] with its columns (value heads) in the file's tiled order, put back in
-// HF's: head chunks are moved as they are stored when a chunk is whole elements or whole quantized
-// blocks, else the rows are dequantized (to the binder's type) and moved.
-Matrix untile_columns(GgufBinder& b, const std::string& name, int64_t rows, int64_t nk, int64_t r, int64_t width,
-                      int* dequantized) {
-  const int64_t cols = nk * r * width;
-  const io::GgufTensor& t = b.tensor(name, {rows, cols});
-  const std::string_view bytes = b.file()->data(t);
-  const io::GgmlTypeInfo* ti = io::ggml_type_info(t.type);
-  const bool plain = t.type == static_cast<uint32_t>(io::GgmlType::kF32) ||
-                     t.type == static_cast<uint32_t>(io::GgmlType::kF16) ||
-                     t.type == static_cast<uint32_t>(io::GgmlType::kBF16);
-  const DType native = b.keep_quantized() ? native_quantized_dtype(t.type, cols) : DType::kF32;
-  const int64_t row_bytes = static_cast<int64_t>(bytes.size()) / rows;
-  auto file_head = [&](int64_t h) { return (h % r) * nk + h / r; };  // HF head h = g * r + j
-  if (plain || (native != DType::kF32 && width % ti->block == 0)) {
-    const int64_t chunk = width / ti->block * ti->block_bytes;
-    auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[bytes.size()]);
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t h = 0; h < nk * r; ++h)
-        std::memcpy(buf.get() + i * row_bytes + h * chunk, bytes.data() + i * row_bytes + file_head(h) * chunk,
-                    static_cast<size_t>(chunk));
-    Matrix m;
-    m.dtype = plain ? (t.type == static_cast<uint32_t>(io::GgmlType::kF32)   ? DType::kF32
-                       : t.type == static_cast<uint32_t>(io::GgmlType::kF16) ? DType::kF16
-                                                                              : DType::kBF16)
-                    : native;
-    m.rows = rows;
-    m.cols = cols;
-    m.data = buf.get();
-    m.holder = std::shared_ptr<void>(buf, buf.get());
-    return m;
-  }
-  // Chunks that split quantized blocks: dequantized rows, columns moved.
-  std::vector<float> row(static_cast<size_t>(cols));
-  const DType to = b.dequantize_to();
-  Tensor out = Tensor::empty(to, {rows, cols});
-  for (int64_t i = 0; i < rows; ++i) {
-    io::dequantize_row(t.type, bytes.data() + i * row_bytes, row.data(), cols);
-    for (int64_t h = 0; h < nk * r; ++h) {
-      const float* src = row.data() + file_head(h) * width;
-      if (to == DType::kF32) {
-        std::memcpy(out.data<float>() + i * cols + h * width, src, static_cast<size_t>(width) * sizeof(float));
-      } else {
-        uint16_t* d = reinterpret_cast<uint16_t*>(out.raw()) + i * cols + h * width;
-        for (int64_t c = 0; c < width; ++c) d[c] = f32_to_bf16(src[c]);
-      }
-    }
-  }
-  ++*dequantized;
-  return Matrix::from_tensor(out);
-}
-
-// A vector of n value-head values from the file's tiled order, as F32, through `f` per element.
-Matrix head_vector(GgufBinder& b, const std::string& name, int64_t nk, int64_t r, float (*f)(float)) {
-  const std::vector<float> v = b.floats(name, {nk * r});
-  const std::vector<int64_t> at = untile_rows(nk * r, 0, nk, r, 1);
+// A vector of value-head values as F32, through `f` per element.
+Matrix head_vector(GgufBinder& b, const std::string& name, int64_t n, float (*f)(float)) {
+  const std::vector<float> v = b.floats(name, {n});
   float* d = nullptr;
-  Matrix m = f32_matrix(1, nk * r, &d);
-  for (int64_t i = 0; i < nk * r; ++i) d[i] = f(v[static_cast<size_t>(at[i])]);
+  Matrix m = f32_matrix(1, n, &d);
+  for (int64_t i = 0; i < n; ++i) d[i] = f(v[static_cast<size_t>(i)]);
   return m;
 }
 
-float identity(float x) { return x; }
 // ssm_a = -exp(A_log) -> A_log.
 float a_log_of(float a) { return static_cast<float>(std::log(-static_cast<double>(a))); }
 
@@ -276,13 +208,10 @@ Weights load_gguf_weights(const GgufFiles& f, const Config& cfg, DType dequantiz
   const int64_t H = t.hidden_size, hd = t.head_dim, I = t.intermediate_size;
   GgufBinder b(f.text, "Qwen3.5", dequantize_to, nullptr, keep_quantized);
   w.text.embed_tokens = b.get("token_embd.weight", {t.vocab_size, H});
-  const int64_t nk = t.linear_num_key_heads, nv = t.linear_num_value_heads, r = nv / nk;
-  const int64_t kd = t.linear_key_head_dim, vd = t.linear_value_head_dim, vw = nv * vd, C = t.conv_dim();
-  // Value heads in HF's order (identity when there are as many value heads as key heads).
-  const std::vector<int64_t> qkv_rows = untile_rows(C, 2 * nk * kd, nk, r, vd);
-  const std::vector<int64_t> z_rows = untile_rows(vw, 0, nk, r, vd);
-  const std::vector<int64_t> head_rows = untile_rows(nv, 0, nk, r, 1);
-  int untiled_dequantized = 0;
+  const int64_t nv = t.linear_num_value_heads, vd = t.linear_value_head_dim, vw = nv * vd, C = t.conv_dim();
+  // Value heads outnumbering key heads (the 4B): the file's tiled order is kept throughout the
+  // DeltaNet layers (every value-head axis is in it) and the kernel told so (DeltaNetParams::tiled).
+  w.text.tiled_v_heads = t.linear_num_value_heads > t.linear_num_key_heads;
   for (int i = 0; i < t.num_hidden_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights L;
@@ -297,26 +226,18 @@ Weights load_gguf_weights(const GgufFiles& f, const Config& cfg, DType dequantiz
       L.attn.k_norm = b.vec(p + "attn_k_norm.weight", hd);
       L.attn.o_proj = b.get(p + "attn_output.weight", {H, nq * hd});
     } else {
-      const bool tiled = r > 1;
-      L.linear.in_proj.parts = {b.get(p + "attn_qkv.weight", {C, H}, tiled ? &qkv_rows : nullptr),
-                                b.get(p + "attn_gate.weight", {vw, H}, tiled ? &z_rows : nullptr),
-                                b.get(p + "ssm_beta.weight", {nv, H}, tiled ? &head_rows : nullptr),
-                                b.get(p + "ssm_alpha.weight", {nv, H}, tiled ? &head_rows : nullptr)};
-      L.linear.conv = b.get(p + "ssm_conv1d.weight", {C, t.linear_conv_kernel_dim}, tiled ? &qkv_rows : nullptr);
-      L.linear.a_log = head_vector(b, p + "ssm_a", nk, r, a_log_of);
-      L.linear.dt_bias = head_vector(b, p + "ssm_dt.bias", nk, r, identity);
+      L.linear.in_proj.parts = {b.get(p + "attn_qkv.weight", {C, H}), b.get(p + "attn_gate.weight", {vw, H}),
+                                b.get(p + "ssm_beta.weight", {nv, H}), b.get(p + "ssm_alpha.weight", {nv, H})};
+      L.linear.conv = b.get(p + "ssm_conv1d.weight", {C, t.linear_conv_kernel_dim});
+      L.linear.a_log = head_vector(b, p + "ssm_a", nv, a_log_of);
+      L.linear.dt_bias = b.vec(p + "ssm_dt.bias", nv);
       L.linear.norm = b.vec(p + "ssm_norm.weight", vd);  // stored as w (transformers' gated norm)
-      L.linear.out_proj = tiled ? untile_columns(b, p + "ssm_out.weight", H, nk, r, vd, &untiled_dequantized)
-                                : b.get(p + "ssm_out.weight", {H, vw});
+      L.linear.out_proj = b.get(p + "ssm_out.weight", {H, vw});
     }
     L.gate_up.parts = {b.get(p + "ffn_gate.weight", {I, H}), b.get(p + "ffn_up.weight", {I, H})};
     L.down_proj = b.get(p + "ffn_down.weight", {H, I});
     w.text.layers.push_back(std::move(L));
   }
-  if (untiled_dequantized > 0)
-    LOCR_INFO("gguf: ", untiled_dequantized, " ssm_out tensor", untiled_dequantized > 1 ? "s" : "", ": value heads of ",
-              vd, " columns split quantized blocks; dequantized to ", dtype_name(dequantize_to),
-              " to put the heads back in order");
   w.text.norm = b.vec("output_norm.weight", H);
   w.text.lm_head = t.tie_word_embeddings ? w.text.embed_tokens : b.get("output.weight", {t.vocab_size, H});
   b.finish();

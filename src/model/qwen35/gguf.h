@@ -23,7 +23,8 @@
 //     then differs from the checkpoint's by the converter's F32 rounding of exp, ~1e-7 relative);
 //   - attn_q holds query and gate rows interleaved per head, as the checkpoint: regrouped as there;
 //   - value heads outnumbering key heads (the 4B): the converter reorders every value-head axis from
-//     grouped-by-key-head (HF) to tiled order; rows and columns are put back in HF's order;
+//     grouped-by-key-head (HF) to tiled order; locr keeps the file's order (no copy, quantized
+//     blocks as stored) and its kernel reads it so (TextWeights::tiled_v_heads -> DeltaNetParams::tiled);
 //   - the Conv3d patch embedding split into its two temporal halves is put back together.
 #pragma once
 
@@ -60,8 +61,8 @@ ProcessorConfig gguf_processor_config(const GgufFiles& f, const std::string& dir
 // are whole blocks (`keep_quantized`); other types are dequantized to `dequantize_to`.
 Weights load_gguf_weights(const GgufFiles& f, const Config& cfg, DType dequantize_to, bool keep_quantized);
 
-// After prepare_weights: the copies load_gguf_weights made (value heads put back in order,
-// regrouped q / gate rows, dequantized tensors) that the backend no longer reads (a packed weight,
+// After prepare_weights: the copies load_gguf_weights made (regrouped q / gate rows, dequantized
+// tensors, the rejoined patch embedding) that the backend no longer reads (a packed weight,
 // or a part of a fused stack) are freed, so that resident memory holds one copy of each weight.
 // Weights the files map are left alone (prepare_weights handed their pages back).
 void drop_packed_copies(Weights& w, const GgufFiles& f);

@@ -1,6 +1,7 @@
 // `locr quantize` for the Qwen3.5 family; see gguf_export.h.
 #include "model/qwen35/gguf_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -85,9 +86,6 @@ std::vector<int64_t> tiled_from(int64_t total, int64_t offset, int64_t nk, int64
 
 GgufExportResult export_gguf(const std::string& dir, const std::string& text_path, const std::string& mmproj_path,
                              GgufOutType type) {
-  if (type == GgufOutType::kQ4_K_M)
-    fail(ErrorKind::kUnsupported, "locr quantize --type q4_k_m is not supported for Qwen3.5 models (LightOnOCR-3-0.8B / "
-         "-4B) yet; use q8_0, bf16, f16 or f32");
   check_dir(text_path);
   check_dir(mmproj_path);
   if (std::filesystem::weakly_canonical(text_path) == std::filesystem::weakly_canonical(mmproj_path))
@@ -100,7 +98,11 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
   const io::SafetensorsSet st = io::SafetensorsSet::open_dir(dir);
   const TextConfig& t = cfg.text;
   const VisionConfig& v = cfg.vision;
-  const GgmlType wt = weight_type(type);
+  const bool k_mix = type == GgufOutType::kQ4_K_M;
+  const GgmlType wt = weight_type(type);  // q4_k_m: Q4_K, the mix's default (set per tensor below)
+  // The mmproj of a q4_k_m export is the q8_0 one (llama-quantize takes no clip model), as LightOnOCR's.
+  const GgufOutType mm_type = k_mix ? GgufOutType::kQ8_0 : type;
+  const GgmlType mwt = weight_type(mm_type);
   const int64_t nk = t.linear_num_key_heads, r = t.linear_num_value_heads / nk;
   const int64_t kd = t.linear_key_head_dim, vd = t.linear_value_head_dim, C = t.conv_dim();
   const bool reorder = r > 1;
@@ -110,17 +112,17 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
   // The converter's type for a tensor (ModelBase.prepare_tensors): F32 for vectors, norms, the conv
   // kernel, the position table and anything not named .weight; the patch embedding F16 in an f16
   // file, else F32 (MmprojModel.tensor_force_quant); every other weight the --type's.
-  auto type_of = [&](const std::string& name, size_t n_dims) {
-    if (name.find("v.patch_embd.weight") == 0) return type == GgufOutType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
+  auto type_of = [&](const std::string& name, size_t n_dims, bool mmproj) {
+    if (name.find("v.patch_embd.weight") == 0) return mm_type == GgufOutType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
     if (n_dims <= 1 || name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0 ||
         name.find("_norm.weight") != std::string::npos || name.find("ssm_conv1d") != std::string::npos ||
         name == "v.position_embd.weight")
       return GgmlType::kF32;
-    return wt;
+    return mmproj ? mwt : wt;
   };
   auto add = [&](std::vector<Item>& items, std::string name, const Matrix& m, std::vector<int64_t> ne,
                  std::vector<int64_t> row_from = {}) {
-    const GgmlType ty = type_of(name, ne.size());
+    const GgmlType ty = type_of(name, ne.size(), &items == &mm);
     items.push_back({std::move(name), &m, std::move(ne), ty, std::move(row_from)});
   };
   const std::string tp = "model.language_model.", vp = "model.visual.";
@@ -231,18 +233,28 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     }
   }
 
-  // The converter's fallback: a Q8_0 weight whose rows are not whole 32-blocks is written as F16.
+  // q4_k_m: llama-quantize's types for what it quantizes (the text model's 2-D weights the converter
+  // wrote in the file's type; not ssm_conv1d, norms, vectors) and its tensor order. Then the
+  // fallbacks for rows that are not whole blocks: llama-quantize's for those, the converter's for
+  // everything else (gguf_export.h).
   GgufExportResult res;
+  if (k_mix) std::stable_sort(text.begin(), text.end(), llama_tensor_order);
+  const bool tied = std::none_of(text.begin(), text.end(), [](const Item& it) { return it.name == "output.weight"; });
   for (std::vector<Item>* items : {&text, &mm})
     for (Item& it : *items) {
       if (it.ne.size() < 2) continue;
-      const GgmlType chosen = it.type;
-      it.type = converter_fallback(chosen, it.ne[0]);
+      const bool by_llama_quantize = k_mix && items == &text && it.type == wt;
+      const GgmlType chosen = by_llama_quantize ? q4_k_m_choice(it.name, it.ne[0], t.num_hidden_layers, tied) : it.type;
+      it.type = by_llama_quantize ? llama_quantize_fallback(chosen, it.ne[0]) : converter_fallback(chosen, it.ne[0]);
       if (it.type != chosen) res.fallbacks.push_back({items == &mm, it.name, it.ne[0], chosen, it.type});
-      if (it.type == GgmlType::kQ8_0) {
-        ++res.q8_0;
-        ++res.quantized;
+      switch (it.type) {
+        case GgmlType::kQ4_K: ++res.q4_k; break;
+        case GgmlType::kQ5_0: ++res.q5_0; break;
+        case GgmlType::kQ6_K: ++res.q6_k; break;
+        case GgmlType::kQ8_0: ++res.q8_0; break;
+        default: continue;
       }
+      ++res.quantized;
     }
   for (const bool in_mmproj : {false, true}) {
     std::string list;
@@ -253,7 +265,8 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
                 type_name(f.chosen) + " -> " + type_name(f.written);
     if (n > 0)
       LOCR_WARN("quantize: ", in_mmproj ? mmproj_path : text_path, ": ", n, " tensor", n > 1 ? "s" : "", " whose rows "
-                "are not whole blocks of the chosen type written in a wider one, as llama.cpp's converter does: ", list);
+                "are not whole blocks of the chosen type written in a wider one, as llama.cpp's ",
+                k_mix && !in_mmproj ? "llama-quantize" : "converter", " does: ", list);
   }
 
   const std::string name = model_name(dir);
@@ -277,7 +290,7 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     g.add_f32(a + "attention.layer_norm_rms_epsilon", t.rms_norm_eps);
     g.add_u32(a + "attention.key_length", static_cast<uint32_t>(t.head_dim));
     g.add_u32(a + "attention.value_length", static_cast<uint32_t>(t.head_dim));
-    g.add_u32("general.file_type", file_type(type));
+    if (!k_mix) g.add_u32("general.file_type", file_type(type));
     g.add_u32(a + "ssm.conv_kernel", static_cast<uint32_t>(t.linear_conv_kernel_dim));
     g.add_u32(a + "ssm.state_size", static_cast<uint32_t>(kd));
     g.add_u32(a + "ssm.group_count", static_cast<uint32_t>(nk));
@@ -291,8 +304,12 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     g.add_u32(a + "full_attention_interval",
               static_cast<uint32_t>(traw.value("full_attention_interval", 4)));
     g.add_u32(a + "rope.dimension_count", static_cast<uint32_t>(t.rotary_dim()));
-    g.add_u32("general.quantization_version", 2);
+    if (!k_mix) g.add_u32("general.quantization_version", 2);
     add_gguf_vocab(g, dir, t.vocab_size, "qwen35");
+    if (k_mix) {  // llama-quantize sets these two last (gguf_set_val_u32 removes, then appends, a key)
+      g.add_u32("general.quantization_version", 2);
+      g.add_u32("general.file_type", file_type(type));
+    }
     add_tensors(g, text);
     res.text_tensors = static_cast<int>(g.tensor_count());
     res.text_bytes = g.write(text_path);
@@ -304,7 +321,7 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     add_gguf_sampling(g, dir);
     g.add_string("general.name", name);
     g.add_string("general.size_label", size_label(elements(mm)));
-    g.add_u32("general.file_type", file_type(type));
+    g.add_u32("general.file_type", file_type(mm_type));
     g.add_bool("clip.has_vision_encoder", true);
     g.add_u32("clip.vision.projection_dim", static_cast<uint32_t>(v.out_hidden_size));
     g.add_u32("clip.vision.image_size", static_cast<uint32_t>(v.grid_side() * v.patch_size));

@@ -177,25 +177,36 @@ void prepare_weights(Weights& w, kernels::Ops& ops) {
 
 QuantizeCounts quantize_weights(Weights& w, const std::string& method) {
   const std::string k = quantization_method(method);
-  if (k == "q4_k_m")
-    fail(ErrorKind::kUnsupported, "--quantization q4_k_m is not supported for Qwen3.5 models yet (llama.cpp's mix ",
-         "is defined by tensor names this family's GGUF export does not have yet); use q8_0 or q4_k");
+  const bool mix = k == "q4_k_m";
   const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;
   QuantizeCounts n;
-  auto q = [&](Matrix& m) { quantize_counted(m, to, &n); };
-  for (LayerWeights& L : w.text.layers) {
-    for (Matrix& m : (L.full_attention ? L.attn.qgkv : L.linear.in_proj).parts) q(m);
-    q(L.full_attention ? L.attn.o_proj : L.linear.out_proj);
-    for (Matrix& m : L.gate_up.parts) q(m);
-    q(L.down_proj);
+  auto q = [&](Matrix& m, DType t) { quantize_counted(m, t, &n); };
+  // q4_k_m: llama-quantize's mix as `locr quantize --type q4_k_m` writes it (model/gguf_export.cc
+  // q4_k_m_choice): in the "more bits" layers the DeltaNet's qkv projection (attn_qkv) or the
+  // attention's v (attn_v), and ffn_down, Q6_K; the head Q6_K; the rest Q4_K.
+  const int n_layers = static_cast<int>(w.text.layers.size());
+  auto more_bits = [&](int i) { return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2; };
+  for (int i = 0; i < n_layers; ++i) {
+    LayerWeights& L = w.text.layers[static_cast<size_t>(i)];
+    const DType hi = mix && more_bits(i) ? DType::kQ6_K : to;
+    std::vector<Matrix>& parts = (L.full_attention ? L.attn.qgkv : L.linear.in_proj).parts;
+    // [q; gate; k; v] (attn_q holds q and gate; attn_v is part 3) or [qkv; z; b; a] (attn_qkv is part 0).
+    const size_t v_like = L.full_attention ? 3 : 0;
+    for (size_t p = 0; p < parts.size(); ++p) q(parts[p], p == v_like ? hi : to);
+    q(L.full_attention ? L.attn.o_proj : L.linear.out_proj, to);
+    for (Matrix& m : L.gate_up.parts) q(m, to);
+    q(L.down_proj, hi);
   }
-  q(w.text.lm_head);  // a tied head: its own quantized copy, the embedding table stays
+  q(w.text.lm_head, mix ? DType::kQ6_K : to);  // a tied head: its own quantized copy, the embedding table stays
+  // The vision tower and merger: q4_k_m as `locr quantize --type q4_k_m`'s mmproj, Q8_0.
+  const DType vt = mix ? DType::kQ8_0 : to;
   for (VisionBlockWeights& B : w.vision.blocks)
-    for (Linear* l : {&B.qkv, &B.proj, &B.fc1, &B.fc2}) q(l->w);
-  q(w.vision.merger_fc1.w);
-  q(w.vision.merger_fc2.w);
-  LOCR_INFO("quantization ", k, ": ", n.total(), " weight matrices quantized at load (", n.q4_k, " Q4_K, ", n.q8_0,
-            " Q8_0", to == DType::kQ4_K && n.q8_0 > 0 ? ": rows not whole 256-weight super-blocks" : "", ")");
+    for (Linear* l : {&B.qkv, &B.proj, &B.fc1, &B.fc2}) q(l->w, vt);
+  q(w.vision.merger_fc1.w, vt);
+  q(w.vision.merger_fc2.w, vt);
+  LOCR_INFO("quantization ", k, ": ", n.total(), " weight matrices quantized at load (", n.q4_k, " Q4_K, ", n.q6_k,
+            " Q6_K, ", n.q8_0, " Q8_0", to == DType::kQ4_K && n.q8_0 > 0 ? "; Q8_0 where rows are not whole 256-weight "
+            "super-blocks" : "", ")");
   return n;
 }
 

@@ -49,6 +49,10 @@ struct LayerWeights {
 };
 
 struct TextWeights {
+  // The DeltaNet layers' value heads in llama.cpp's tiled order (a GGUF file's, when value heads
+  // outnumber key heads: every value-head axis as the converter reordered it, kernels::DeltaNetParams
+  // ::tiled), else transformers' grouped order.
+  bool tiled_v_heads = false;
   Matrix embed_tokens;  // [vocab, hidden]
   std::vector<LayerWeights> layers;
   Matrix norm;     // (1 + w)
@@ -89,12 +93,12 @@ Weights load_weights(const io::SafetensorsSet& st, const Config& cfg);
 // Lets `ops` lay out every matmul weight once (Ops::prepare_stack / prepare).
 void prepare_weights(Weights& w, kernels::Ops& ops);
 
-// `--quantization q8_0 | q4_k` at load (before prepare_weights), as model/quantize_weights.h does it
-// for LightOnOCR: every linear layer of the text decoder (the stacked attention and DeltaNet input
+// `--quantization q8_0 | q4_k | q4_k_m` at load (before prepare_weights), as model/quantize_weights.h does
+// it for LightOnOCR: every linear layer of the text decoder (the stacked attention and DeltaNet input
 // projections part by part, o / out / gate / up / down) and of the vision tower and merger, and the
 // LM head (a tied one gets its own copy); kept as stored: norms, the embedding table, the conv1d,
-// A_log / dt_bias, biases, the position table and the patch embedding. q4_k_m (llama.cpp's mix, named by
-// its tensors) is refused until the GGUF export of this family defines it.
+// A_log / dt_bias, biases, the position table and the patch embedding. q4_k_m is llama.cpp's mix as
+// `locr quantize --type q4_k_m` writes it for this family (the vision tower Q8_0).
 QuantizeCounts quantize_weights(Weights& w, const std::string& method);
 
 }  // namespace locr::model::qwen35
