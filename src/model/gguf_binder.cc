@@ -52,6 +52,30 @@ bool gguf_meta_bool(const io::GgufFile& f, const std::string& key, bool def) {
   return v && v->is_boolean() ? v->get<bool>() : def;
 }
 
+void gguf_mean_std(const io::GgufFile& m, std::array<float, 3>* mean, std::array<float, 3>* std) {
+  for (const auto& [k, dst] : {std::pair{"clip.vision.image_mean", mean}, std::pair{"clip.vision.image_std", std}}) {
+    const json* a = gguf_meta(m, k);
+    if (!a) continue;
+    if (!a->is_array() || a->size() != 3)
+      fail(ErrorKind::kInvalidArgument, m.name(), ": metadata ", k, " is not an array of 3 numbers");
+    for (int i = 0; i < 3; ++i) (*dst)[i] = (*a)[i].get<float>();
+  }
+}
+
+std::shared_ptr<io::GgufFile> open_mmproj(const std::string& path, const std::string& projector, ErrorKind kind,
+                                          const std::string& why) {
+  auto f = io::GgufFile::open(path);
+  const std::string arch = gguf_meta_string(*f, "general.architecture");
+  if (arch != "clip")
+    fail(ErrorKind::kInvalidArgument, path, ": --mmproj needs an mmproj GGUF (general.architecture 'clip'), "
+         "this one is '", arch, "'");
+  const std::string proj = gguf_meta_string(*f, "clip.projector_type");
+  if (proj != projector) fail(kind, path, ": clip.projector_type is '", proj, "'; ", why);
+  if (!gguf_meta_bool(*f, "clip.has_vision_encoder", false))
+    fail(ErrorKind::kInvalidArgument, path, ": clip.has_vision_encoder is not true: the mmproj has no vision encoder");
+  return f;
+}
+
 GgufBinder::GgufBinder(std::shared_ptr<io::GgufFile> f, std::string family, DType dequantize_to, kernels::Ops* pack,
                        bool keep_quantized)
     : f_(std::move(f)), family_(std::move(family)), to_(dequantize_to), pack_(pack), keep_quantized_(keep_quantized) {}

@@ -5,6 +5,7 @@
 // file with tensors no code reads.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "io/gguf.h"
 #include "kernels/ops.h"
 
@@ -29,6 +31,14 @@ double gguf_meta_float(const io::GgufFile& f, const std::string& key, double def
 // Empty when absent or not a string.
 std::string gguf_meta_string(const io::GgufFile& f, const std::string& key);
 bool gguf_meta_bool(const io::GgufFile& f, const std::string& key, bool def);
+
+// clip.vision.image_mean / image_std into mean / std (each left as it is when its key is absent).
+void gguf_mean_std(const io::GgufFile& mmproj, std::array<float, 3>* mean, std::array<float, 3>* std);
+
+// Opens an mmproj GGUF (--mmproj) and checks it is one: arch 'clip', clip.has_vision_encoder, and
+// clip.projector_type `projector` (else an error of `kind` ending with `why`).
+std::shared_ptr<io::GgufFile> open_mmproj(const std::string& path, const std::string& projector, ErrorKind kind,
+                                          const std::string& why);
 
 // Binds the tensors of one GGUF by name, as model/weight_binder.h does for safetensors.
 class GgufBinder {

@@ -25,19 +25,8 @@ GgufCheckpoint open_gguf_checkpoint(const std::string& text_path, const std::str
     fail(ErrorKind::kUnsupported, text_path, ": general.architecture is '", arch, "'; a LightOnOCR text GGUF is "
          "'qwen3' (LightOnOCR's decoder converted by llama.cpp's Qwen3 converter)");
   if (mmproj_path.empty()) return ck;
-  ck.mmproj = io::GgufFile::open(mmproj_path);
-  const io::GgufFile& m = *ck.mmproj;
-  const std::string march = gguf_meta_string(m, "general.architecture");
-  if (march != "clip")
-    fail(ErrorKind::kInvalidArgument, mmproj_path, ": --mmproj needs an mmproj GGUF (general.architecture 'clip'), "
-         "this one is '", march, "'");
-  const std::string proj = gguf_meta_string(m, "clip.projector_type");
-  if (proj != "lightonocr")
-    fail(ErrorKind::kUnsupported, mmproj_path, ": clip.projector_type is '", proj, "'; locr runs LightOnOCR, whose "
-         "mmproj has projector type 'lightonocr'");
-  if (!gguf_meta_bool(m, "clip.has_vision_encoder", false))
-    fail(ErrorKind::kInvalidArgument, mmproj_path, ": clip.has_vision_encoder is not true: the mmproj has no vision "
-         "encoder");
+  ck.mmproj = open_mmproj(mmproj_path, "lightonocr", ErrorKind::kUnsupported,
+                          "locr runs LightOnOCR, whose mmproj has projector type 'lightonocr'");
   return ck;
 }
 
@@ -167,14 +156,7 @@ ProcessorConfig gguf_processor_config(const GgufCheckpoint& ck, int align) {
   pc.longest_edge = gguf_meta_i32(m, "clip.vision.image_size", 1540);
   pc.patch_size = gguf_meta_i32(m, "clip.vision.patch_size", 14);
   pc.spatial_merge_size = gguf_meta_i32(m, "clip.vision.spatial_merge_size", 2);
-  for (const char* k : {"clip.vision.image_mean", "clip.vision.image_std"}) {
-    const json* a = gguf_meta(m, k);
-    if (!a) continue;
-    if (!a->is_array() || a->size() != 3)
-      fail(ErrorKind::kInvalidArgument, m.name(), ": metadata ", k, " is not an array of 3 numbers");
-    auto& dst = std::strcmp(k, "clip.vision.image_mean") == 0 ? pc.image_mean : pc.image_std;
-    for (int i = 0; i < 3; ++i) dst[i] = (*a)[i].get<float>();
-  }
+  gguf_mean_std(m, &pc.image_mean, &pc.image_std);
   return pc;
 }
 

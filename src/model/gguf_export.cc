@@ -335,6 +335,69 @@ void quantize_row_q5_0(const float* x, void* y, int64_t n) {
   }
 }
 
+namespace export_detail {
+
+void add_general(io::GgufWriter& g, const std::string& arch, const std::string& type, const std::string& dir,
+                 const std::string& name, const std::vector<Item>& items) {
+  g.add_string("general.architecture", arch);
+  g.add_string("general.type", type);
+  add_gguf_sampling(g, dir);
+  g.add_string("general.name", name);
+  g.add_string("general.size_label", size_label(elements(items)));
+}
+
+void add_clip_vision(io::GgufWriter& g, const ClipVision& c) {
+  g.add_u32("general.file_type", c.file_type);
+  g.add_bool("clip.has_vision_encoder", true);
+  g.add_u32("clip.vision.projection_dim", c.projection_dim);
+  g.add_u32("clip.vision.image_size", c.image_size);
+  g.add_u32("clip.vision.patch_size", c.patch_size);
+  g.add_u32("clip.vision.embedding_length", c.hidden);
+  g.add_u32("clip.vision.feed_forward_length", c.ffn);
+  g.add_u32("clip.vision.block_count", c.blocks);
+  g.add_u32("clip.vision.attention.head_count", c.heads);
+  g.add_array("clip.vision.image_mean", io::GgufValueType::kF32, json::array({c.mean[0], c.mean[1], c.mean[2]}));
+  g.add_array("clip.vision.image_std", io::GgufValueType::kF32, json::array({c.std[0], c.std[1], c.std[2]}));
+}
+
+void settle_types(std::vector<Item>& text, std::vector<Item>& mm, bool k_mix, int n_layers, bool tied,
+                  const std::string& text_path, const std::string& mmproj_path, GgufExportResult* res) {
+  for (std::vector<Item>* items : {&text, &mm})
+    for (Item& it : *items) {
+      if (it.ne.size() < 2) continue;
+      const bool in_mmproj = items == &mm, by_llama_quantize = k_mix && !in_mmproj && it.type == GgmlType::kQ4_K;
+      const GgmlType chosen = by_llama_quantize ? q4_k_m_choice(it.name, it.ne[0], n_layers, tied) : it.type;
+      it.type = by_llama_quantize ? llama_quantize_fallback(chosen, it.ne[0]) : converter_fallback(chosen, it.ne[0]);
+      if (it.type != chosen) res->fallbacks.push_back({in_mmproj, it.name, it.ne[0], chosen, it.type});
+      if (it.ne[0] % block_size(it.type) != 0)
+        fail(ErrorKind::kInternal, "quantize: tensor '", it.name, "' of ", it.ne[0], " columns written as ",
+             type_name(it.type));
+      switch (it.type) {
+        case GgmlType::kQ4_K: ++res->q4_k; break;
+        case GgmlType::kQ5_0: ++res->q5_0; break;
+        case GgmlType::kQ6_K: ++res->q6_k; break;
+        case GgmlType::kQ8_0: ++res->q8_0; break;
+        default: continue;
+      }
+      ++res->quantized;
+    }
+  for (const bool in_mmproj : {false, true}) {
+    std::string list;
+    int n = 0;
+    for (const GgufFallback& f : res->fallbacks) {
+      if (f.mmproj != in_mmproj) continue;
+      list += std::string(n++ ? ", " : "") + f.name + " (" + std::to_string(f.cols) + " columns) " +
+              type_name(f.chosen) + " -> " + type_name(f.written);
+    }
+    if (n > 0)
+      LOCR_WARN("quantize: ", in_mmproj ? mmproj_path : text_path, ": ", n, " tensor", n > 1 ? "s" : "", " whose rows "
+                "are not whole blocks of the chosen type written in a wider one, as llama.cpp's ",
+                k_mix && !in_mmproj ? "llama-quantize" : "converter", " does: ", list);
+  }
+}
+
+}  // namespace export_detail
+
 std::string default_mmproj_path(const std::string& text_path) {
   const std::filesystem::path p(text_path);
   return (p.parent_path() / ("mmproj-" + p.filename().string())).string();
@@ -433,53 +496,14 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
     mat(mm, "mm.patch_merger.weight", w.projector.merging_layer, forced);
   }
 
-  // Rows that are not whole blocks of the chosen type: llama.cpp's fallbacks (gguf_export.h), the
-  // converter's for what the converter writes (every q8_0 tensor, the q4_k_m mmproj),
-  // llama-quantize's for the q4_k_m text model. Decided for every tensor before anything is written.
   GgufExportResult res;
   if (k_mix) std::stable_sort(text.begin(), text.end(), llama_tensor_order);  // llama-quantize's order
-  for (std::vector<Item>* items : {&text, &mm})
-    for (Item& it : *items) {
-      if (it.ne.size() != 2) continue;
-      const bool in_mmproj = items == &mm, by_llama_quantize = k_mix && !in_mmproj;
-      const GgmlType chosen =
-          by_llama_quantize ? q4_k_m_choice(it.name, it.ne[0], t.num_hidden_layers, !untied) : it.type;
-      it.type = by_llama_quantize ? llama_quantize_fallback(chosen, it.ne[0]) : converter_fallback(chosen, it.ne[0]);
-      if (it.type != chosen) res.fallbacks.push_back({in_mmproj, it.name, it.ne[0], chosen, it.type});
-      if (it.ne[0] % block_size(it.type) != 0)
-        fail(ErrorKind::kInternal, "quantize: tensor '", it.name, "' of ", it.ne[0], " columns written as ",
-             type_name(it.type));
-      switch (it.type) {
-        case GgmlType::kQ4_K: ++res.q4_k; break;
-        case GgmlType::kQ5_0: ++res.q5_0; break;
-        case GgmlType::kQ6_K: ++res.q6_k; break;
-        case GgmlType::kQ8_0: ++res.q8_0; break;
-        default: continue;
-      }
-      ++res.quantized;
-    }
-  for (const bool in_mmproj : {false, true}) {
-    std::string list;
-    int n = 0;
-    for (const GgufFallback& f : res.fallbacks) {
-      if (f.mmproj != in_mmproj) continue;
-      list += std::string(n++ ? ", " : "") + f.name + " (" + std::to_string(f.cols) + " columns) " +
-              type_name(f.chosen) + " -> " + type_name(f.written);
-    }
-    if (n > 0)
-      LOCR_WARN("quantize: ", in_mmproj ? mmproj_path : text_path, ": ", n, " tensor", n > 1 ? "s" : "", " whose rows "
-                "are not whole blocks of the chosen type written in a wider one, as llama.cpp's ",
-                k_mix && !in_mmproj ? "llama-quantize" : "converter", " does: ", list);
-  }
+  settle_types(text, mm, k_mix, t.num_hidden_layers, !untied, text_path, mmproj_path, &res);
 
   const std::string name = model_name(dir);
   {
     io::GgufWriter g;
-    g.add_string("general.architecture", "qwen3");
-    g.add_string("general.type", "model");
-    add_gguf_sampling(g, dir);
-    g.add_string("general.name", name);
-    g.add_string("general.size_label", size_label(elements(text)));
+    add_general(g, "qwen3", "model", dir, name, text);
     g.add_u32("qwen3.block_count", static_cast<uint32_t>(t.num_hidden_layers));
     g.add_u32("qwen3.context_length", static_cast<uint32_t>(t.max_position_embeddings));
     g.add_u32("qwen3.embedding_length", static_cast<uint32_t>(t.hidden_size));
@@ -509,24 +533,11 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
   }
   {
     io::GgufWriter g;
-    g.add_string("general.architecture", "clip");
-    g.add_string("general.type", "mmproj");
-    add_gguf_sampling(g, dir);
-    g.add_string("general.name", name);
-    g.add_string("general.size_label", size_label(elements(mm)));
-    g.add_u32("general.file_type", file_type(mm_type));
-    g.add_bool("clip.has_vision_encoder", true);
-    g.add_u32("clip.vision.projection_dim", static_cast<uint32_t>(t.hidden_size));
-    g.add_u32("clip.vision.image_size", static_cast<uint32_t>(v.image_size));
-    g.add_u32("clip.vision.patch_size", static_cast<uint32_t>(v.patch_size));
-    g.add_u32("clip.vision.embedding_length", static_cast<uint32_t>(v.hidden_size));
-    g.add_u32("clip.vision.feed_forward_length", static_cast<uint32_t>(v.intermediate_size));
-    g.add_u32("clip.vision.block_count", static_cast<uint32_t>(v.num_hidden_layers));
-    g.add_u32("clip.vision.attention.head_count", static_cast<uint32_t>(v.num_attention_heads));
-    g.add_array("clip.vision.image_mean", io::GgufValueType::kF32,
-                json::array({pc.image_mean[0], pc.image_mean[1], pc.image_mean[2]}));
-    g.add_array("clip.vision.image_std", io::GgufValueType::kF32,
-                json::array({pc.image_std[0], pc.image_std[1], pc.image_std[2]}));
+    add_general(g, "clip", "mmproj", dir, name, mm);
+    add_clip_vision(g, {file_type(mm_type), static_cast<uint32_t>(t.hidden_size), static_cast<uint32_t>(v.image_size),
+                        static_cast<uint32_t>(v.patch_size), static_cast<uint32_t>(v.hidden_size),
+                        static_cast<uint32_t>(v.intermediate_size), static_cast<uint32_t>(v.num_hidden_layers),
+                        static_cast<uint32_t>(v.num_attention_heads), pc.image_mean, pc.image_std});
     g.add_string("clip.projector_type", "lightonocr");
     g.add_f32("clip.vision.attention.layer_norm_epsilon",
               vraw.contains("layer_norm_eps") && vraw["layer_norm_eps"].is_number() ? vraw["layer_norm_eps"].get<float>()

@@ -3,6 +3,7 @@
 // type, and the converter's naming and metadata helpers. Internal to those writers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +47,24 @@ void add_tensors(io::GgufWriter& w, const std::vector<Item>& items);
 // llama-quantize's tensor order (llama_model_loader's weight_name_comparer): tensors outside the
 // blocks first, then by block number, by name within each.
 bool llama_tensor_order(const Item& a, const Item& b);
+// Each 2-D item's final type, decided for every tensor before anything is written: with `k_mix`,
+// the text model's Q4_K items get llama-quantize's Q4_K_M choice (q4_k_m_choice) and its fallbacks
+// (llama_quantize_fallback); every other item the converter's (converter_fallback). Counts the
+// quantized types in *res, lists the fallbacks there, and logs them (one warning per file).
+void settle_types(std::vector<Item>& text, std::vector<Item>& mm, bool k_mix, int n_layers, bool tied,
+                  const std::string& text_path, const std::string& mmproj_path, GgufExportResult* res);
+// The keys every file starts with: general.architecture, general.type, general.sampling.* (from the
+// model directory's generation_config.json), general.name, general.size_label (of `items`).
+void add_general(io::GgufWriter& g, const std::string& arch, const std::string& type, const std::string& dir,
+                 const std::string& name, const std::vector<Item>& items);
+// The mmproj keys both families' converters write in this order: general.file_type,
+// clip.has_vision_encoder, clip.vision.{projection_dim, image_size, patch_size, embedding_length,
+// feed_forward_length, block_count, attention.head_count, image_mean, image_std}.
+struct ClipVision {
+  uint32_t file_type, projection_dim, image_size, patch_size, hidden, ffn, blocks, heads;
+  std::array<float, 3> mean, std;
+};
+void add_clip_vision(io::GgufWriter& g, const ClipVision& c);
 // Elements per block (ggml_blck_size) of the types locr writes, and a type's name.
 int64_t block_size(io::GgmlType t);
 const char* type_name(io::GgmlType t);

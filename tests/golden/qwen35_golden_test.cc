@@ -352,6 +352,17 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Qwen35Generate);
 namespace locr::model::qwen35 {
 namespace {
 
+// Each case of cases/tokenizer.json: transformers' ids, and its text decoded with and without specials.
+void expect_tokenizer_cases(const Tokenizer& tok, const json& spec, const std::string& name) {
+  ASSERT_FALSE(spec["cases"].empty());
+  for (const json& c : spec["cases"]) {
+    const std::vector<int32_t> ids = tok.encode(c["text"].get<std::string>());
+    EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << name << ": " << c["text"].dump();
+    EXPECT_EQ(tok.decode(ids, false), c["decoded"].get<std::string>()) << name << ": " << c["text"].dump();
+    EXPECT_EQ(tok.decode(ids, true), c["decoded_skip_special"].get<std::string>()) << name;
+  }
+}
+
 // The model's tokenizer (tokenizer.json with transformers' Qwen3.5 pre-tokenizer) against the ids
 // transformers gives (cases/tokenizer.json: Thai, Arabic, accents, digits, code, CJK, emoji...).
 TEST(Qwen35Golden, TokenizerMatchesTransformers) {
@@ -362,13 +373,7 @@ TEST(Qwen35Golden, TokenizerMatchesTransformers) {
     LoadOptions lo;
     lo.backend = "ref";
     const auto m = Model::load(dir.string(), lo);
-    ASSERT_FALSE(spec["cases"].empty());
-    for (const json& c : spec["cases"]) {
-      const std::vector<int32_t> ids = m->tokenizer().encode(c["text"].get<std::string>());
-      EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << name << ": " << c["text"].dump();
-      EXPECT_EQ(m->tokenizer().decode(ids, false), c["decoded"].get<std::string>()) << name << ": " << c["text"].dump();
-      EXPECT_EQ(m->tokenizer().decode(ids, true), c["decoded_skip_special"].get<std::string>()) << name;
-    }
+    expect_tokenizer_cases(m->tokenizer(), spec, name);
     ++models;
   }
   EXPECT_EQ(models, 2);
@@ -387,13 +392,7 @@ TEST(Qwen35Golden, GgufTokenizerMatchesTransformers) {
     lo.mmproj = (g / ("mmproj-" + std::string(name) + "-f32.gguf")).string();
     const std::string text = (g / (std::string(name) + "-f32.gguf")).string();
     const auto m = Model::load_gguf(io::GgufFile::open(text), text, lo);
-    ASSERT_FALSE(spec["cases"].empty());
-    for (const json& c : spec["cases"]) {
-      const std::vector<int32_t> ids = m->tokenizer().encode(c["text"].get<std::string>());
-      EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << name << ": " << c["text"].dump();
-      EXPECT_EQ(m->tokenizer().decode(ids, false), c["decoded"].get<std::string>()) << name << ": " << c["text"].dump();
-      EXPECT_EQ(m->tokenizer().decode(ids, true), c["decoded_skip_special"].get<std::string>()) << name;
-    }
+    expect_tokenizer_cases(m->tokenizer(), spec, name);
     ++models;
   }
   EXPECT_EQ(models, 2);

@@ -60,6 +60,23 @@ def token_ids(choice):
     return [int(t["token"].split(":", 1)[1]) for t in choice["logprobs"]["content"]]
 
 
+def expect_transformers_tokens(s, cs):
+    """Every case at once through /v1/chat/completions: transformers' prompt length and greedy ids."""
+    def run(case):
+        name, spec, golden = case
+        r = s.post("/v1/chat/completions", {
+            "model": NAME, "messages": openai_messages(spec), "chat_template_kwargs": spec["chat_template_kwargs"],
+            "max_tokens": 24, "temperature": 0, "ignore_eos": True, "logprobs": True,
+            "return_tokens_as_token_ids": True}, timeout=300)
+        assert r.status_code == 200, (name, r.text)
+        j = r.json()
+        assert j["usage"]["prompt_tokens"] == spec["prompt_tokens"], name
+        assert token_ids(j["choices"][0]) == golden, name
+
+    with concurrent.futures.ThreadPoolExecutor(len(cs)) as pool:
+        list(pool.map(run, cs))
+
+
 def test_chat_completions_equal_transformers_all_in_flight():
     s = Server("--served-model-name", NAME, "--dtype", "float32", "--generation-config", "vllm",
                "--max-num-seqs", "3", "--max-num-batched-tokens", "48", "--kv-cache-memory", "64MiB", "--max-model-len", "4096",
@@ -69,20 +86,7 @@ def test_chat_completions_equal_transformers_all_in_flight():
         assert "--speculative-config has no effect on this model" in s.log, s.log
         cs = cases()
         assert len(cs) == 7
-
-        def run(case):
-            name, spec, golden = case
-            r = s.post("/v1/chat/completions", {
-                "model": NAME, "messages": openai_messages(spec), "chat_template_kwargs": spec["chat_template_kwargs"],
-                "max_tokens": 24, "temperature": 0, "ignore_eos": True, "logprobs": True,
-                "return_tokens_as_token_ids": True}, timeout=300)
-            assert r.status_code == 200, (name, r.text)
-            j = r.json()
-            assert j["usage"]["prompt_tokens"] == spec["prompt_tokens"], name
-            assert token_ids(j["choices"][0]) == golden, name
-
-        with concurrent.futures.ThreadPoolExecutor(len(cs)) as pool:
-            list(pool.map(run, cs))
+        expect_transformers_tokens(s, cs)
         m = s.metrics()
         assert any('enable_prefix_caching="False"' in k for k in m if k.startswith("vllm:cache_config_info")), m
         assert sum(v for k, v in m.items() if k.startswith("vllm:spec_decode_num_draft_tokens")) == 0
@@ -98,20 +102,7 @@ def test_gguf_chat_completions_equal_transformers():
     try:
         cs = cases(FIXTURES / "qwen35" / "qwen35_b")
         assert len(cs) == 7
-
-        def run(case):
-            name, spec, golden = case
-            r = s.post("/v1/chat/completions", {
-                "model": NAME, "messages": openai_messages(spec), "chat_template_kwargs": spec["chat_template_kwargs"],
-                "max_tokens": 24, "temperature": 0, "ignore_eos": True, "logprobs": True,
-                "return_tokens_as_token_ids": True}, timeout=300)
-            assert r.status_code == 200, (name, r.text)
-            j = r.json()
-            assert j["usage"]["prompt_tokens"] == spec["prompt_tokens"], name
-            assert token_ids(j["choices"][0]) == golden, name
-
-        with concurrent.futures.ThreadPoolExecutor(len(cs)) as pool:
-            list(pool.map(run, cs))
+        expect_transformers_tokens(s, cs)
     finally:
         s.stop()
 

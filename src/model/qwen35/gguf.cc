@@ -24,19 +24,9 @@ GgufFiles open_gguf(std::shared_ptr<io::GgufFile> text, const std::string& mmpro
   if (mmproj_path.empty())
     fail(ErrorKind::kInvalidArgument, g.text->name(), " is a Qwen3.5 text GGUF (LightOnOCR-3-0.8B / -4B): give its "
          "vision encoder with --mmproj MMPROJ.gguf (locr reads pages, which needs the image encoder)");
-  g.mmproj = io::GgufFile::open(mmproj_path);
-  const io::GgufFile& m = *g.mmproj;
-  const std::string march = gguf_meta_string(m, "general.architecture");
-  if (march != "clip")
-    fail(ErrorKind::kInvalidArgument, mmproj_path, ": --mmproj needs an mmproj GGUF (general.architecture 'clip'), "
-         "this one is '", march, "'");
-  const std::string proj = gguf_meta_string(m, "clip.projector_type");
-  if (proj != "qwen3vl_merger")
-    fail(ErrorKind::kInvalidArgument, mmproj_path, ": clip.projector_type is '", proj, "'; the mmproj of a Qwen3.5 model "
-         "(LightOnOCR-3-0.8B / -4B) has projector type 'qwen3vl_merger' (is it another model's mmproj?)");
-  if (!gguf_meta_bool(m, "clip.has_vision_encoder", false))
-    fail(ErrorKind::kInvalidArgument, mmproj_path, ": clip.has_vision_encoder is not true: the mmproj has no vision "
-         "encoder");
+  g.mmproj = open_mmproj(mmproj_path, "qwen3vl_merger", ErrorKind::kInvalidArgument,
+                         "the mmproj of a Qwen3.5 model (LightOnOCR-3-0.8B / -4B) has projector type "
+                         "'qwen3vl_merger' (is it another model's mmproj?)");
   return g;
 }
 
@@ -155,14 +145,7 @@ ProcessorConfig gguf_processor_config(const GgufFiles& f, const std::string& dir
   } else {
     pc.patch_size = gguf_meta_i32(m, "clip.vision.patch_size", 0, true);
     pc.merge_size = gguf_meta_i32(m, "clip.vision.spatial_merge_size", 2);
-    for (const char* k : {"clip.vision.image_mean", "clip.vision.image_std"}) {
-      const json* a = gguf_meta(m, k);
-      if (!a) continue;
-      if (!a->is_array() || a->size() != 3)
-        fail(ErrorKind::kInvalidArgument, m.name(), ": metadata ", k, " is not an array of 3 numbers");
-      auto& dst = std::strcmp(k, "clip.vision.image_mean") == 0 ? pc.image_mean : pc.image_std;
-      for (int i = 0; i < 3; ++i) dst[i] = (*a)[i].get<float>();
-    }
+    gguf_mean_std(m, &pc.image_mean, &pc.image_std);
     LOCR_INFO("gguf: image processor: patch ", pc.patch_size, ", merge ", pc.merge_size, ", mean/std from the mmproj; "
               "pixel bounds ", pc.min_pixels, " .. ", pc.max_pixels, " (LightOnOCR-3's; not in GGUF: put the model's "
               "preprocessor_config.json next to the GGUF to use its own)");

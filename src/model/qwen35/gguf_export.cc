@@ -234,49 +234,17 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
   }
 
   // q4_k_m: llama-quantize's types for what it quantizes (the text model's 2-D weights the converter
-  // wrote in the file's type; not ssm_conv1d, norms, vectors) and its tensor order. Then the
-  // fallbacks for rows that are not whole blocks: llama-quantize's for those, the converter's for
-  // everything else (gguf_export.h).
+  // would write in the file's type; not ssm_conv1d, norms, vectors) and its tensor order; the
+  // fallbacks for rows that are not whole blocks (gguf_export.h).
   GgufExportResult res;
   if (k_mix) std::stable_sort(text.begin(), text.end(), llama_tensor_order);
   const bool tied = std::none_of(text.begin(), text.end(), [](const Item& it) { return it.name == "output.weight"; });
-  for (std::vector<Item>* items : {&text, &mm})
-    for (Item& it : *items) {
-      if (it.ne.size() < 2) continue;
-      const bool by_llama_quantize = k_mix && items == &text && it.type == wt;
-      const GgmlType chosen = by_llama_quantize ? q4_k_m_choice(it.name, it.ne[0], t.num_hidden_layers, tied) : it.type;
-      it.type = by_llama_quantize ? llama_quantize_fallback(chosen, it.ne[0]) : converter_fallback(chosen, it.ne[0]);
-      if (it.type != chosen) res.fallbacks.push_back({items == &mm, it.name, it.ne[0], chosen, it.type});
-      switch (it.type) {
-        case GgmlType::kQ4_K: ++res.q4_k; break;
-        case GgmlType::kQ5_0: ++res.q5_0; break;
-        case GgmlType::kQ6_K: ++res.q6_k; break;
-        case GgmlType::kQ8_0: ++res.q8_0; break;
-        default: continue;
-      }
-      ++res.quantized;
-    }
-  for (const bool in_mmproj : {false, true}) {
-    std::string list;
-    int n = 0;
-    for (const GgufFallback& f : res.fallbacks)
-      if (f.mmproj == in_mmproj)
-        list += std::string(n++ ? ", " : "") + f.name + " (" + std::to_string(f.cols) + " columns) " +
-                type_name(f.chosen) + " -> " + type_name(f.written);
-    if (n > 0)
-      LOCR_WARN("quantize: ", in_mmproj ? mmproj_path : text_path, ": ", n, " tensor", n > 1 ? "s" : "", " whose rows "
-                "are not whole blocks of the chosen type written in a wider one, as llama.cpp's ",
-                k_mix && !in_mmproj ? "llama-quantize" : "converter", " does: ", list);
-  }
+  settle_types(text, mm, k_mix, t.num_hidden_layers, tied, text_path, mmproj_path, &res);
 
   const std::string name = model_name(dir);
   {
     io::GgufWriter g;
-    g.add_string("general.architecture", "qwen35");
-    g.add_string("general.type", "model");
-    add_gguf_sampling(g, dir);
-    g.add_string("general.name", name);
-    g.add_string("general.size_label", size_label(elements(text)));
+    add_general(g, "qwen35", "model", dir, name, text);
     const std::string a = "qwen35.";
     g.add_u32(a + "block_count", static_cast<uint32_t>(t.num_hidden_layers));
     g.add_u32(a + "context_length", static_cast<uint32_t>(t.max_position_embeddings));
@@ -316,24 +284,12 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
   }
   {
     io::GgufWriter g;
-    g.add_string("general.architecture", "clip");
-    g.add_string("general.type", "mmproj");
-    add_gguf_sampling(g, dir);
-    g.add_string("general.name", name);
-    g.add_string("general.size_label", size_label(elements(mm)));
-    g.add_u32("general.file_type", file_type(mm_type));
-    g.add_bool("clip.has_vision_encoder", true);
-    g.add_u32("clip.vision.projection_dim", static_cast<uint32_t>(v.out_hidden_size));
-    g.add_u32("clip.vision.image_size", static_cast<uint32_t>(v.grid_side() * v.patch_size));
-    g.add_u32("clip.vision.patch_size", static_cast<uint32_t>(v.patch_size));
-    g.add_u32("clip.vision.embedding_length", static_cast<uint32_t>(v.hidden_size));
-    g.add_u32("clip.vision.feed_forward_length", static_cast<uint32_t>(v.intermediate_size));
-    g.add_u32("clip.vision.block_count", static_cast<uint32_t>(v.depth));
-    g.add_u32("clip.vision.attention.head_count", static_cast<uint32_t>(v.num_heads));
-    g.add_array("clip.vision.image_mean", io::GgufValueType::kF32,
-                json::array({pc.image_mean[0], pc.image_mean[1], pc.image_mean[2]}));
-    g.add_array("clip.vision.image_std", io::GgufValueType::kF32,
-                json::array({pc.image_std[0], pc.image_std[1], pc.image_std[2]}));
+    add_general(g, "clip", "mmproj", dir, name, mm);
+    add_clip_vision(g, {file_type(mm_type), static_cast<uint32_t>(v.out_hidden_size),
+                        static_cast<uint32_t>(v.grid_side() * v.patch_size), static_cast<uint32_t>(v.patch_size),
+                        static_cast<uint32_t>(v.hidden_size), static_cast<uint32_t>(v.intermediate_size),
+                        static_cast<uint32_t>(v.depth), static_cast<uint32_t>(v.num_heads), pc.image_mean,
+                        pc.image_std});
     g.add_string("clip.projector_type", "qwen3vl_merger");
     g.add_bool("clip.use_gelu", true);
     g.add_u32("clip.vision.spatial_merge_size", static_cast<uint32_t>(v.spatial_merge_size));
