@@ -16,7 +16,7 @@
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "core/error.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "toolkit/bench_stats.h"
 #include "toolkit/hub.h"
 #include "toolkit/openai_client.h"
@@ -43,7 +43,7 @@ struct Workload {
 
 // Random text of about `len` tokens: random vocabulary tokens decoded (exact before re-tokenisation)
 // with a tokenizer, else common English words (about one token each).
-std::string random_prompt(std::mt19937_64& rng, int len, const model::Tokenizer* tok) {
+std::string random_prompt(std::mt19937_64& rng, int len, const tokenizer::Tokenizer* tok) {
   std::string s;
   if (tok) {
     std::vector<int32_t> ids;
@@ -180,8 +180,8 @@ int cmd_bench(int argc, char** argv) {
   if (a.get_flag("ignore-eos")) common["ignore_eos"] = true;
   const int n_bodies = std::max({1, lat_iters + n_tp});
   std::mt19937_64 rng(seed);
-  std::unique_ptr<model::Tokenizer> tok;
-  if (a.has("tokenizer")) tok = model::Tokenizer::from_file(toolkit::resolve_model(a.get("tokenizer")) + "/tokenizer.json");
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  if (a.has("tokenizer")) tok = tokenizer::Tokenizer::from_file(toolkit::resolve_model(a.get("tokenizer")) + "/tokenizer.json");
   std::vector<std::string> pages;
   if (ocr) {
     for (const auto& f : a.get_all("image")) pages.push_back(toolkit::image_file_data_url(f));

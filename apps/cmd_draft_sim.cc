@@ -27,7 +27,7 @@
 #include "io/page_range.h"
 #include "io/pdf.h"
 #include "io/pdf_text.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "runtime/draft_sim.h"
 #include "runtime/ngram_drafter.h"
 #include "runtime/text_layer_drafter.h"
@@ -67,10 +67,10 @@ std::string range_label(const std::vector<int>& pages) {
   return s;
 }
 
-std::unique_ptr<model::Tokenizer> load_tokenizer(const std::string& spec) {
-  if (is_gguf_path(spec)) return model::Tokenizer::from_gguf(*io::GgufFile::open(spec));
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& spec) {
+  if (is_gguf_path(spec)) return tokenizer::Tokenizer::from_gguf(*io::GgufFile::open(spec));
   const std::string dir = model_path(spec);
-  return model::Tokenizer::from_file(io::join_path(dir, "tokenizer.json"));
+  return tokenizer::Tokenizer::from_file(io::join_path(dir, "tokenizer.json"));
 }
 
 nlohmann::ordered_json stats_json(const runtime::DraftSimStats& s, double verify_cost) {

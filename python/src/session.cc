@@ -167,7 +167,7 @@ std::shared_ptr<Job> Session::completion(const std::string& text, std::vector<st
   const json body = server::parse_body(text);
   server::check_model(body, ctx);
   const server::GenParams p = server::parse_gen_params(body, server::Api::kCompletions, ctx);
-  const model::Tokenizer& tok = s_->model->tokenizer();
+  const tokenizer::Tokenizer& tok = s_->model->tokenizer();
   std::vector<server::CompletionPrompt> parsed =
       server::parse_completion_prompts(body, s_->model->vocab_size());
   server::check_choice_count(ctx.opts().max_choices, parsed.size(), p.n);
@@ -244,7 +244,7 @@ std::vector<int32_t> Session::encode(const std::string& text) const {
 
 std::string Session::decode(const std::vector<int32_t>& ids, bool skip_special) const {
   if (!s_) fail(ErrorKind::kInvalidArgument, "the engine has been shut down");
-  const model::Tokenizer& tok = s_->model->tokenizer();
+  const tokenizer::Tokenizer& tok = s_->model->tokenizer();
   for (int32_t id : ids)
     if (!tok.has_id(id)) server::bad_request(str("token id ", id, " is not in the vocabulary"), "token_ids");
   return tok.decode(ids, skip_special);

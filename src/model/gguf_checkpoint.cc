@@ -45,14 +45,14 @@ std::string gguf_dir_of(const std::string& path) {
   return p.empty() ? std::string(".") : p.string();
 }
 
-std::unique_ptr<Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
-                                          const TokenizerOptions& options) {
+std::unique_ptr<tokenizer::Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
+                                          const tokenizer::TokenizerOptions& options) {
   const std::string beside = io::join_path(gguf_dir_of(path), "tokenizer.json");
   if (io::file_exists(beside)) {
     LOCR_INFO("gguf: tokenizer from ", beside, " (next to the GGUF; its tokenizer.ggml.* metadata is not used)");
-    return Tokenizer::from_file(beside, options);
+    return tokenizer::Tokenizer::from_file(beside, options);
   }
-  return Tokenizer::from_gguf(text, options);
+  return tokenizer::Tokenizer::from_gguf(text, options);
 }
 
 std::string gguf_template_source(const io::GgufFile& text, const std::string& path,

@@ -26,7 +26,7 @@
 #include "io/gguf.h"
 #include "model/config.h"
 #include "model/processor.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/weights.h"
 
 namespace locr::model {
@@ -49,11 +49,11 @@ int gguf_token_id(const io::GgufFile& text, const std::string& token);
 std::string gguf_chat_template(const io::GgufFile& text);
 // The directory a GGUF file is in ("." for a bare name).
 std::string gguf_dir_of(const std::string& path);
-// The tokenizer of a GGUF model: from its tokenizer.ggml.* metadata (model/tokenizer_gguf.h), as
+// The tokenizer of a GGUF model: from its tokenizer.ggml.* metadata (tokenizer/from_gguf.h), as
 // llama-server builds it. A tokenizer.json next to the text GGUF at `path` wins when present (a HF
 // tokenizer that travels with the file; it differs only in which <|...|> tokens decoding skips).
-std::unique_ptr<Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
-                                          const TokenizerOptions& options);
+std::unique_ptr<tokenizer::Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
+                                          const tokenizer::TokenizerOptions& options);
 // The chat template: `chat_template_file` (--chat-template) when given, else the GGUF's
 // tokenizer.chat_template, else a chat_template.jinja next to the file; else an error naming all three.
 std::string gguf_template_source(const io::GgufFile& text, const std::string& path,

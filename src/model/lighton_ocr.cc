@@ -68,7 +68,7 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
     fail(ErrorKind::kInvalidArgument, "processor patch_size ", m->proc_config_.patch_size,
          " differs from the vision encoder's ", m->config_.vision.patch_size);
 
-  m->tokenizer_ = Tokenizer::from_file(io::join_path(dir, "tokenizer.json"));
+  m->tokenizer_ = tokenizer::Tokenizer::from_file(io::join_path(dir, "tokenizer.json"));
   const std::string tc_path = io::join_path(dir, "tokenizer_config.json");
   json tok_cfg = io::file_exists(tc_path) ? read_json_file(tc_path) : json::object();
   m->template_vars_ = template_vars_from(tok_cfg);

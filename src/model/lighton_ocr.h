@@ -21,7 +21,7 @@
 #include "model/model.h"
 #include "model/processor.h"
 #include "model/text_decoder.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/variant.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
@@ -53,7 +53,7 @@ class LightOnOcr : public Model {
   const ModelVariant& variant() const override { return variant_; }
   // False for a text GGUF loaded without an mmproj: image inputs are refused (kInvalidArgument).
   bool has_vision() const override { return weights_.has_vision; }
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const tokenizer::Tokenizer& tokenizer() const override { return *tokenizer_; }
   const ChatTemplate& chat_template() const override { return *template_; }
   kernels::Ops& ops() const override { return *ops_; }
   // The backend named at load ("cuda" for the GPU executor; otherwise a CPU kernel backend).
@@ -117,7 +117,7 @@ class LightOnOcr : public Model {
   ModelVariant variant_;
   io::SafetensorsSet tensors_;  // (a GGUF model's files are held by its weights' Matrix holders)
   ModelWeights weights_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> template_;
   std::unique_ptr<kernels::Ops> ops_;
   std::unique_ptr<TextDecoder> decoder_;

@@ -18,7 +18,7 @@ json Model::make_messages(const std::string* system, const std::string* prompt, 
   return messages;
 }
 
-RenderedChat render_and_tokenize(const ChatTemplate& tmpl, const Tokenizer& tok, const json& vars, const json& messages,
+RenderedChat render_and_tokenize(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tok, const json& vars, const json& messages,
                                  const json& template_kwargs, bool add_generation_prompt, int image_token_id) {
   RenderedChat r;
   json ctx = vars;

@@ -18,7 +18,7 @@
 #include "model/chat_template.h"
 #include "model/config.h"
 #include "model/processor.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/variant.h"
 
 namespace locr::model {
@@ -53,7 +53,7 @@ class Model {
   // "lightonocr" (Pixtral + Qwen3) or "qwen3_5" (Qwen3.5: hybrid Gated DeltaNet decoder).
   virtual const char* architecture() const = 0;
 
-  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const tokenizer::Tokenizer& tokenizer() const = 0;
   virtual const ChatTemplate& chat_template() const = 0;
   virtual const GenerationConfig& generation_config() const = 0;
   // Which checkpoint this is (model/variant.h): what its output can carry (grounding boxes...).
@@ -136,7 +136,7 @@ class Model {
 // What both families' render_chat() do: `messages` rendered by `tmpl` with `vars` (the model's
 // template variables) and `template_kwargs` over them, then tokenised, the image placeholders
 // (image_token_id) counted.
-RenderedChat render_and_tokenize(const ChatTemplate& tmpl, const Tokenizer& tok, const nlohmann::json& vars,
+RenderedChat render_and_tokenize(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tok, const nlohmann::json& vars,
                                  const nlohmann::json& messages, const nlohmann::json& template_kwargs,
                                  bool add_generation_prompt, int image_token_id);
 // The template variables of tokenizer_config.json: bos_token, eos_token, pad_token, unk_token (a

@@ -7,20 +7,20 @@
 #include <cstdint>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace locr::runtime {
 
 class Detokenizer {
  public:
-  Detokenizer(const model::Tokenizer& tok, bool skip_special) : tok_(tok), skip_special_(skip_special) {}
+  Detokenizer(const tokenizer::Tokenizer& tok, bool skip_special) : tok_(tok), skip_special_(skip_special) {}
   // Returns the text that became complete with this token (possibly empty).
   std::string push(int32_t id);
   // Flushes what is held back (incomplete bytes become U+FFFD).
   std::string finish();
 
  private:
-  const model::Tokenizer& tok_;
+  const tokenizer::Tokenizer& tok_;
   bool skip_special_;
   std::string pending_;
 };

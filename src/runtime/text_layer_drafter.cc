@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "runtime/suffix_match.h"
 
 namespace locr::runtime {
 
-std::vector<int32_t> text_layer_corpus(const model::Tokenizer& tokenizer, std::string_view text) {
+std::vector<int32_t> text_layer_corpus(const tokenizer::Tokenizer& tokenizer, std::string_view text) {
   std::vector<int32_t> ids = tokenizer.encode(text);
   std::erase_if(ids, [&](int32_t id) { return tokenizer.is_special(id); });
   return ids;

@@ -20,7 +20,7 @@
 
 #include "runtime/drafter.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 class Tokenizer;
 }
 
@@ -36,7 +36,7 @@ struct TextLayerOptions {
 
 // `text` tokenised for the corpus: special tokens (text that spells one, e.g. "<|im_end|>") are
 // left out, as the model never copies them from a page.
-std::vector<int32_t> text_layer_corpus(const model::Tokenizer& tokenizer, std::string_view text);
+std::vector<int32_t> text_layer_corpus(const tokenizer::Tokenizer& tokenizer, std::string_view text);
 
 class TextLayerDrafter final : public Drafter {
  public:

@@ -4,7 +4,7 @@
 
 namespace locr::runtime {
 
-TextOutput::TextOutput(const model::Tokenizer& tok, const DecodeParams& d, TextOptions o)
+TextOutput::TextOutput(const tokenizer::Tokenizer& tok, const DecodeParams& d, TextOptions o)
     : detok_(tok, o.skip_special),
       stop_(std::move(o.stop), o.include_stop_str),
       vocab_(tok.vocab_size()),

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "runtime/detokenizer.h"
 #include "runtime/finish.h"
 #include "runtime/stop_matcher.h"
@@ -29,7 +29,7 @@ struct TextOptions {
 class TextOutput {
  public:
   // `d`: the request's eos_ids, stop_token_ids and ignore_eos (which tokens end it).
-  TextOutput(const model::Tokenizer& tok, const DecodeParams& d, TextOptions o);
+  TextOutput(const tokenizer::Tokenizer& tok, const DecodeParams& d, TextOptions o);
 
   // The text released by one more generated token (`token` < 0: none) and, with `last` (the
   // request ended), everything still held back. Nothing once a stop string has matched.

@@ -73,7 +73,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   prompts[0].images = std::move(prompt.images);
   const ResponseHead head{"chatcmpl-" + request_log().id, unix_now(), model_name, ctx.opts().response_role};
   auto gen = std::make_shared<Generation>(ctx, p, std::move(prompts), request_log().id);
-  const model::Tokenizer& tok = ctx.model().tokenizer();
+  const tokenizer::Tokenizer& tok = ctx.model().tokenizer();
   const bool logprobs = p.logprobs >= 0;
   const bool as_ids = p.tokens_as_ids;
 

@@ -14,7 +14,7 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   const json body = parse_body(req.body);
   const std::string model_name = check_model(body, ctx);
   const GenParams p = parse_gen_params(body, Api::kCompletions, ctx);
-  const model::Tokenizer& tok = ctx.model().tokenizer();
+  const tokenizer::Tokenizer& tok = ctx.model().tokenizer();
   std::vector<CompletionPrompt> parsed = parse_completion_prompts(body, ctx.model().vocab_size());
   check_choice_count(ctx.opts().max_choices, parsed.size(), p.n);  // before tokenising anything
   std::vector<PreparedPrompt> prompts;

@@ -4,19 +4,19 @@
 
 namespace locr::server {
 
-std::string token_text(const model::Tokenizer& tok, int32_t id);
+std::string token_text(const tokenizer::Tokenizer& tok, int32_t id);
 
 namespace {
 
 std::string id_text(int32_t id) { return "token_id:" + std::to_string(id); }
 
 // Ids past the tokenizer's vocabulary (padding rows of the embedding) have no text.
-std::string raw_bytes(const model::Tokenizer& tok, int32_t id) {
+std::string raw_bytes(const tokenizer::Tokenizer& tok, int32_t id) {
   return id >= 0 && id < tok.vocab_size() ? tok.token_bytes(id) : std::string();
 }
 
 
-json bytes_of(const model::Tokenizer& tok, int32_t id) {
+json bytes_of(const tokenizer::Tokenizer& tok, int32_t id) {
   json b = json::array();
   for (unsigned char c : raw_bytes(tok, id)) b.push_back(static_cast<int>(c));
   return b;
@@ -27,7 +27,7 @@ double finite(float lp) { return lp < -9999.0f ? -9999.0 : static_cast<double>(l
 
 }  // namespace
 
-std::string token_text(const model::Tokenizer& tok, int32_t id) { return runtime::utf8_sanitize(raw_bytes(tok, id)); }
+std::string token_text(const tokenizer::Tokenizer& tok, int32_t id) { return runtime::utf8_sanitize(raw_bytes(tok, id)); }
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
@@ -36,8 +36,8 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
           {"prompt_tokens_details", nullptr}};
 }
 
-json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, bool as_ids) {
-  auto token_text = [&](const model::Tokenizer& t, int32_t id) { return as_ids ? id_text(id) : server::token_text(t, id); };
+json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const tokenizer::Tokenizer& tok, bool as_ids) {
+  auto token_text = [&](const tokenizer::Tokenizer& t, int32_t id) { return as_ids ? id_text(id) : server::token_text(t, id); };
   json content = json::array();
   for (const auto& lp : lps) {
     json top = json::array();
@@ -51,9 +51,9 @@ json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Token
   return {{"content", std::move(content)}};
 }
 
-json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, int64_t& offset,
+json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const tokenizer::Tokenizer& tok, int64_t& offset,
                               bool as_ids) {
-  auto token_text = [&](const model::Tokenizer& t, int32_t id) { return as_ids ? id_text(id) : server::token_text(t, id); };
+  auto token_text = [&](const tokenizer::Tokenizer& t, int32_t id) { return as_ids ? id_text(id) : server::token_text(t, id); };
   json tokens = json::array(), token_lps = json::array(), tops = json::array(), offsets = json::array();
   for (const auto& lp : lps) {
     const std::string text = token_text(tok, lp.token);
@@ -72,7 +72,7 @@ json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const model:
           {"top_logprobs", std::move(tops)}};
 }
 
-json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok, bool as_ids) {
+json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, const tokenizer::Tokenizer& tok, bool as_ids) {
   json choices = json::array();
   const auto& rs = g.results();
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -102,7 +102,7 @@ json chat_chunk(const ResponseHead& h, int index, const json& delta, const json&
           {"choices", json::array({std::move(choice)})}};
 }
 
-json completion_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok,
+json completion_response(const ResponseHead& h, const Generation& g, bool logprobs, const tokenizer::Tokenizer& tok,
                          bool as_ids) {
   json choices = json::array();
   const auto& rs = g.results();

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/generation.h"
 
 namespace locr::server {
@@ -28,17 +28,17 @@ struct ResponseHead {
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
 // as_ids: tokens as "token_id:N" (vLLM's return_tokens_as_token_ids).
-json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, bool as_ids = false);
+json chat_logprobs_json(const std::vector<TokenLogprob>& lps, const tokenizer::Tokenizer& tok, bool as_ids = false);
 // `offset`: text offset of the first token (continues across streamed chunks).
-json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const model::Tokenizer& tok, int64_t& offset,
+json completion_logprobs_json(const std::vector<TokenLogprob>& lps, const tokenizer::Tokenizer& tok, int64_t& offset,
                               bool as_ids = false);
 
-json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok,
+json chat_response(const ResponseHead& h, const Generation& g, bool logprobs, const tokenizer::Tokenizer& tok,
                    bool as_ids = false);
 json chat_chunk(const ResponseHead& h, int index, const json& delta, const json& logprobs,
                 const json& finish_reason, const json& stop_reason);
 
-json completion_response(const ResponseHead& h, const Generation& g, bool logprobs, const model::Tokenizer& tok,
+json completion_response(const ResponseHead& h, const Generation& g, bool logprobs, const tokenizer::Tokenizer& tok,
                          bool as_ids = false);
 json completion_chunk(const ResponseHead& h, int index, const std::string& text, const json& logprobs,
                       const json& finish_reason, const json& stop_reason);

@@ -8,7 +8,7 @@ namespace locr::server {
 void handle_tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req.body);
   check_model(body, ctx);
-  const model::Tokenizer& tok = ctx.model().tokenizer();
+  const tokenizer::Tokenizer& tok = ctx.model().tokenizer();
   std::vector<int32_t> ids;
   const bool has_messages = body.contains("messages") && !body["messages"].is_null();
   const bool has_prompt = body.contains("prompt") && !body["prompt"].is_null();

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace locr::test {
 
@@ -28,8 +28,8 @@ inline const std::string& qwen_tokenizer_json() {
   return j;
 }
 
-inline const model::Tokenizer& qwen_tokenizer() {
-  static const std::unique_ptr<model::Tokenizer> t = model::Tokenizer::from_json(qwen_tokenizer_json());
+inline const tokenizer::Tokenizer& qwen_tokenizer() {
+  static const std::unique_ptr<tokenizer::Tokenizer> t = tokenizer::Tokenizer::from_json(qwen_tokenizer_json());
   return *t;
 }
 

@@ -1,7 +1,7 @@
 // The GGUF reader (io/gguf.cc) over any bytes: it parses or throws locr::Error with a message;
 // what it parses is consistent (every tensor's bytes inside the input, of the size its type and
 // shape give, offsets aligned), and dequantizing a parsed tensor of a type it reads does not fault.
-// What parses is also handed to the GGUF tokenizer (model/tokenizer_gguf.h): it builds or throws
+// What parses is also handed to the GGUF tokenizer (tokenizer/from_gguf.h): it builds or throws
 // locr::Error, and what it builds encodes and decodes without faulting.
 #include <cstdint>
 #include <string>
@@ -10,8 +10,8 @@
 #include "core/error.h"
 #include "fuzz_util.h"
 #include "io/gguf.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/from_gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace locr::io;
@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   try {
-    (void)locr::model::read_gguf_tokenizer_metadata(*f);
-    const auto tok = locr::model::Tokenizer::from_gguf(*f);
+    (void)locr::tokenizer::read_gguf_tokenizer_metadata(*f);
+    const auto tok = locr::tokenizer::Tokenizer::from_gguf(*f);
     const std::vector<int32_t> ids = tok->encode("Hello <|im_end|> w\xC3\xB6rld 12");
     for (int32_t id : ids) LOCR_FUZZ_CHECK(tok->has_id(id));
     (void)tok->decode(ids, true);

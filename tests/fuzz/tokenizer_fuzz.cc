@@ -1,4 +1,4 @@
-// The tokenizer (model/tokenizer*.cc) on the tiny fixture model's byte-level BPE vocabulary (or the
+// The tokenizer (tokenizer/*.cc) on the tiny fixture model's byte-level BPE vocabulary (or the
 // tokenizer.json named by $LOCR_FUZZ_TOKENIZER), as the file says and with the Qwen3.5 pipeline
 // override (TokenizerOptions): encode() of any bytes gives in-vocabulary ids or throws locr::Error
 // for invalid UTF-8; ASCII text without special-token markup decodes back to itself; decode() and
@@ -14,9 +14,9 @@
 
 #include "core/error.h"
 #include "fuzz_util.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_pretokenizer.h"
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace {
 
@@ -27,28 +27,28 @@ std::string tokenizer_path() {
   return path ? path : fuzz::fixture("models/tiny_a/tokenizer.json");
 }
 
-const model::Tokenizer& tokenizer() {
-  static const model::Tokenizer* tok = model::Tokenizer::from_file(tokenizer_path()).release();
+const tokenizer::Tokenizer& tiny_tokenizer() {
+  static const tokenizer::Tokenizer* tok = tokenizer::Tokenizer::from_file(tokenizer_path()).release();
   return *tok;
 }
 
 // The same vocabulary with the pipeline transformers' Qwen3_5Tokenizer builds (NFC, Qwen3.5 regex).
-const model::Tokenizer& qwen35_tokenizer() {
-  static const model::Tokenizer* tok = [] {
-    model::TokenizerOptions options;
-    options.pre_tokenizer = model::PreTokenizerOverride::kQwen35;
-    return model::Tokenizer::from_file(tokenizer_path(), options).release();
+const tokenizer::Tokenizer& qwen35_tokenizer() {
+  static const tokenizer::Tokenizer* tok = [] {
+    tokenizer::TokenizerOptions options;
+    options.pre_tokenizer = tokenizer::PreTokenizerOverride::kQwen35;
+    return tokenizer::Tokenizer::from_file(tokenizer_path(), options).release();
   }();
   return *tok;
 }
 
 // Pieces of every matcher: contiguous, non-empty, ending on character boundaries, covering the text.
 void check_splits(std::string_view text) {
-  if (model::unicode::find_invalid_utf8(text) != std::string_view::npos) return;
-  for (model::SplitRegex re : {model::SplitRegex::kQwen2, model::SplitRegex::kQwen2Digits3,
-                               model::SplitRegex::kQwen35, model::SplitRegex::kGpt2}) {
+  if (tokenizer::unicode::find_invalid_utf8(text) != std::string_view::npos) return;
+  for (tokenizer::SplitRegex re : {tokenizer::SplitRegex::kQwen2, tokenizer::SplitRegex::kQwen2Digits3,
+                               tokenizer::SplitRegex::kQwen35, tokenizer::SplitRegex::kGpt2}) {
     std::vector<size_t> ends;
-    model::split_with_regex(re, text, &ends);
+    tokenizer::split_with_regex(re, text, &ends);
     size_t prev = 0;
     for (size_t e : ends) {
       LOCR_FUZZ_CHECK(e > prev && e <= text.size());
@@ -65,7 +65,7 @@ bool plain_ascii(std::string_view s) {
   return true;
 }
 
-void check_tokenizer(const model::Tokenizer& tok, std::string_view text) {
+void check_tokenizer(const tokenizer::Tokenizer& tok, std::string_view text) {
   const int32_t vocab = tok.vocab_size();
   try {
     const std::vector<int32_t> ids = tok.encode(text);
@@ -80,7 +80,7 @@ void check_tokenizer(const model::Tokenizer& tok, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const model::Tokenizer& tok = tokenizer();
+  const tokenizer::Tokenizer& tok = tiny_tokenizer();
   const int32_t vocab = tok.vocab_size();
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   check_tokenizer(tok, text);

@@ -353,7 +353,7 @@ namespace locr::model::qwen35 {
 namespace {
 
 // Each case of cases/tokenizer.json: transformers' ids, and its text decoded with and without specials.
-void expect_tokenizer_cases(const Tokenizer& tok, const json& spec, const std::string& name) {
+void expect_tokenizer_cases(const tokenizer::Tokenizer& tok, const json& spec, const std::string& name) {
   ASSERT_FALSE(spec["cases"].empty());
   for (const json& c : spec["cases"]) {
     const std::vector<int32_t> ids = tok.encode(c["text"].get<std::string>());

@@ -279,8 +279,8 @@ TEST(MakeModelQwen35, RealVocabularyTokenizerHasTheRealSpecialIds) {
   // The lightonocr-3-* tokenizer: 248044 regular tokens, added tokens at the real ids.
   const SynthBpe bpe = make_synthetic_bpe(248044);
   ASSERT_EQ(bpe.vocab.size(), 248044u);
-  const auto tok = model::Tokenizer::from_json(tokenizer_json(bpe, qwen35_added_tokens(), qwen35_pretokenize_regex()),
-                                               model::TokenizerOptions::for_model_type("qwen3_5"));
+  const auto tok = tokenizer::Tokenizer::from_json(tokenizer_json(bpe, qwen35_added_tokens(), qwen35_pretokenize_regex()),
+                                               tokenizer::TokenizerOptions::for_model_type("qwen3_5"));
   EXPECT_EQ(tok->token_to_id("<|endoftext|>"), 248044);
   EXPECT_EQ(tok->token_to_id("<|im_start|>"), 248045);
   EXPECT_EQ(tok->token_to_id("<|im_end|>"), 248046);

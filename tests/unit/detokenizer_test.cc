@@ -33,7 +33,7 @@ namespace locr::runtime {
 namespace {
 
 TEST(Detokenizer, HoldsBackSplitCharactersAndSkipsUnknownIds) {
-  const auto tok = model::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
+  const auto tok = tokenizer::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
   const std::vector<int32_t> ids = tok->encode("Bonjour 中文 ok");
   Detokenizer d(*tok, true);
   std::string out;
@@ -50,7 +50,7 @@ TEST(Detokenizer, HoldsBackSplitCharactersAndSkipsUnknownIds) {
 
 TEST(Detokenizer, EmbeddingRowsWithoutATokenAreEmptyPieces) {
   // tiny_a: 768 embedding rows, tokenizer ids 0..725 (the real model: 151936 rows, 151669 ids).
-  const auto tok = model::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
+  const auto tok = tokenizer::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
   ASSERT_EQ(tok->vocab_size(), 726);
   std::vector<int32_t> ids = tok->encode("ab 中");
   ids.insert(ids.begin() + 1, {726, 767});

@@ -302,7 +302,7 @@ TEST(TextLayerDrafter, LooksUpTheOutputToo) {
 }
 
 TEST(TextLayerDrafter, CorpusLeavesOutSpecialTokens) {
-  const model::Tokenizer& tok = test::qwen_tokenizer();
+  const tokenizer::Tokenizer& tok = test::qwen_tokenizer();
   const Ids ids = text_layer_corpus(tok, "a<|im_end|>b");
   for (int32_t id : ids) EXPECT_FALSE(tok.is_special(id));
   EXPECT_EQ(tok.decode(ids), "ab");
@@ -317,7 +317,7 @@ TEST(TextLayerDrafter, DraftsFromAPdfTextLayer) {
   const io::PdfDocument doc =
       io::PdfDocument::open(test::make_pdf({{612, 792, 0, "BT /F1 12 Tf 72 720 Td (" + text + ") Tj ET\n", res}}));
   ASSERT_EQ(io::pdf_page_draft_text(doc, 0), text);
-  const model::Tokenizer& tok = test::qwen_tokenizer();
+  const tokenizer::Tokenizer& tok = test::qwen_tokenizer();
   const Ids corpus = text_layer_corpus(tok, io::pdf_page_draft_text(doc, 0));
   // Qwen's pre-tokenizer splits before " fox": the corpus is the two halves' tokens end to end.
   const Ids head = tok.encode("The quick brown");

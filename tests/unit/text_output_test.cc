@@ -3,7 +3,7 @@
 // unless asked, stop strings across tokens, the end flushing what is held, ids past the tokenizer.
 #include <gtest/gtest.h>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "runtime/stop_matcher.h"
 #include "runtime/text_output.h"
 
@@ -71,8 +71,8 @@ TEST(StopMatcher, Utf8StopStrings) {
 }
 
 
-const model::Tokenizer& tiny_tokenizer() {
-  static const auto tok = model::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
+const tokenizer::Tokenizer& tiny_tokenizer() {
+  static const auto tok = tokenizer::Tokenizer::from_file(std::string(LOCR_FIXTURES_DIR) + "/models/tiny_a/tokenizer.json");
   return *tok;
 }
 
@@ -91,7 +91,7 @@ std::string run(TextOutput& out, const std::vector<int32_t>& ids) {
 }
 
 TEST(TextOutput, TextOfTheTokensThatEndTheRequestIsLeftOut) {
-  const model::Tokenizer& tok = tiny_tokenizer();
+  const tokenizer::Tokenizer& tok = tiny_tokenizer();
   std::vector<int32_t> ids = tok.encode("ab");
   ids.push_back(kImEnd);
   TextOptions keep_special;
@@ -116,7 +116,7 @@ TEST(TextOutput, TextOfTheTokensThatEndTheRequestIsLeftOut) {
 }
 
 TEST(TextOutput, StopStringAcrossTokensEndsTheOutputAndNothingFollows) {
-  const model::Tokenizer& tok = tiny_tokenizer();
+  const tokenizer::Tokenizer& tok = tiny_tokenizer();
   const std::vector<int32_t> ids = tok.encode("hello world, goodbye world");
   TextOptions o;
   o.stop = {"bye w"};
@@ -136,7 +136,7 @@ TEST(TextOutput, StopStringAcrossTokensEndsTheOutputAndNothingFollows) {
 }
 
 TEST(TextOutput, TheEndFlushesHeldTextAndIncompleteCharacters) {
-  const model::Tokenizer& tok = tiny_tokenizer();
+  const tokenizer::Tokenizer& tok = tiny_tokenizer();
   std::vector<int32_t> ids = tok.encode("ab");
   TextOptions o;
   o.stop = {"b!"};  // "b" may still become "b!": held back until the end
@@ -157,7 +157,7 @@ TEST(TextOutput, TheEndFlushesHeldTextAndIncompleteCharacters) {
 }
 
 TEST(TextOutput, IdsPastTheTokenizerDecodeToNothing) {
-  const model::Tokenizer& tok = tiny_tokenizer();
+  const tokenizer::Tokenizer& tok = tiny_tokenizer();
   TextOutput out(tok, eos_params(), {});
   const std::vector<int32_t> ids = tok.encode("ok");
   std::string s = out.push(ids[0]);

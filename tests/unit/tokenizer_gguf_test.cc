@@ -1,4 +1,4 @@
-// The tokenizer built from GGUF metadata (model/tokenizer_gguf.h), on files written by llama.cpp's
+// The tokenizer built from GGUF metadata (tokenizer/from_gguf.h), on files written by llama.cpp's
 // own converter (tools/reference/make_gguf_tokenizer_fixtures.py, convert_hf_to_gguf.py
 // --vocab-only): tiny_a's vocabulary and the real Qwen vocabulary. It must encode and decode as
 // the tokenizer.json of the same model does (the goldens of tests/fixtures/tokenizer/ come from
@@ -18,10 +18,10 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "model/chat_template.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/from_gguf.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 namespace {
 
 using io::GgufFile;
@@ -202,9 +202,9 @@ TEST(TokenizerGguf, ChatTemplateAndSpecialIds) {
   const GgufTokenizerMetadata m = read_gguf_tokenizer_metadata(tiny_a_gguf());
   const std::string jinja = read_text(fixtures() + "/models/tiny_a/chat_template.jinja");
   EXPECT_EQ(m.chat_template, jinja);
-  const auto tpl = ChatTemplate::parse(m.chat_template);
+  const auto tpl = model::ChatTemplate::parse(m.chat_template);
   const json messages = json::parse(R"([{"role": "user", "content": [{"type": "image"}]}])");
-  EXPECT_EQ(tpl->render(make_chat_template_context(messages, true)),
+  EXPECT_EQ(tpl->render(model::make_chat_template_context(messages, true)),
             "<|im_start|>system<|im_end|>\n<|im_start|>user\n<|image_pad|><|im_end|>\n<|im_start|>assistant\n");
   const json config = json::parse(read_text(fixtures() + "/models/tiny_a/config.json"));
   ASSERT_TRUE(m.eos_id && m.pad_id);
@@ -418,4 +418,4 @@ TEST(TokenizerGguf, BadSpecialIdsAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace locr::model
+}  // namespace locr::tokenizer

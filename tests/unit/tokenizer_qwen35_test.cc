@@ -1,6 +1,6 @@
 // The Qwen3.5 tokenizer: transformers' Qwen3_5Tokenizer, which ignores the pre-tokenizer of a
 // Qwen3.5 checkpoint's tokenizer.json and splits with its own regex, whose letter runs are
-// [\p{L}\p{M}]+ (see TokenizerOptions in model/tokenizer.h). Goldens from
+// [\p{L}\p{M}]+ (see TokenizerOptions in tokenizer/tokenizer.h). Goldens from
 // tools/reference/make_qwen35_tokenizer_goldens.py: AutoTokenizer.from_pretrained on a directory
 // holding the real-vocabulary Qwen2 tokenizer.json (tests/fixtures/tokenizer/qwen2_tokenizer.json.gz)
 // and config.json model_type "qwen3_5". Every text must give the library's ids
@@ -21,11 +21,11 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_pretokenizer.h"
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 namespace {
 
 using nlohmann::json;
@@ -245,4 +245,4 @@ TEST(TokenizerQwen35, LongInputsStayLinear) {
 }
 
 }  // namespace
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -19,12 +19,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_bpe.h"
-#include "model/tokenizer_pretokenizer.h"
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 namespace {
 
 using nlohmann::json;
@@ -470,4 +470,4 @@ TEST(TokenizerToy, MissingFile) {
 }
 
 }  // namespace
-}  // namespace locr::model
+}  // namespace locr::tokenizer

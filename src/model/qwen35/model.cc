@@ -23,9 +23,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     fail(ErrorKind::kUnsupported, "the Qwen3.5 family runs on the ref and cpu backends so far, not on cuda");
   const std::string gen_path = io::join_path(dir, "generation_config.json");
   if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json_file(gen_path));
-  // transformers ignores tokenizer.json's pre-tokenizer for Qwen3.5 and builds its own (model/tokenizer.h).
-  m->tokenizer_ = Tokenizer::from_file(io::join_path(dir, "tokenizer.json"),
-                                       TokenizerOptions::for_model_type(m->config_.model_type));
+  // transformers ignores tokenizer.json's pre-tokenizer for Qwen3.5 and builds its own (tokenizer/tokenizer.h).
+  m->tokenizer_ = tokenizer::Tokenizer::from_file(io::join_path(dir, "tokenizer.json"),
+                                       tokenizer::TokenizerOptions::for_model_type(m->config_.model_type));
   const std::string tc_path = io::join_path(dir, "tokenizer_config.json");
   const nlohmann::json tok_cfg = io::file_exists(tc_path) ? read_json_file(tc_path) : nlohmann::json::object();
   m->template_vars_ = template_vars_from(tok_cfg);

@@ -16,7 +16,7 @@
 #include "model/qwen35/processor.h"
 #include "model/qwen35/vision.h"
 #include "model/qwen35/weights.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace locr::model::qwen35 {
 
@@ -41,7 +41,7 @@ class Model : public model::Model {
 
   // model::Model
   const char* architecture() const override { return "qwen3_5"; }
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const tokenizer::Tokenizer& tokenizer() const override { return *tokenizer_; }
   const ChatTemplate& chat_template() const override { return *template_; }
   const GenerationConfig& generation_config() const override { return gen_config_; }
   const ModelVariant& variant() const override { return variant_; }
@@ -92,7 +92,7 @@ class Model : public model::Model {
   GenerationConfig gen_config_;
   ModelVariant variant_;
   std::string backend_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> template_;
   nlohmann::json template_vars_;
   io::SafetensorsSet tensors_;

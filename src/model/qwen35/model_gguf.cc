@@ -29,12 +29,12 @@ std::unique_ptr<Model> Model::load_gguf(std::shared_ptr<io::GgufFile> text, cons
   m->gen_config_ = gguf_generation_config(*f.text);
   LOCR_INFO("gguf: no generation_config in GGUF: sampling from general.sampling.*; eos ids from "
             "tokenizer.ggml.eos_token_id and <|endoftext|>");
-  // transformers builds Qwen3.5's pre-tokenizer in code (model/tokenizer.h); llama.cpp calls it "qwen35".
+  // transformers builds Qwen3.5's pre-tokenizer in code (tokenizer/tokenizer.h); llama.cpp calls it "qwen35".
   const std::string pre = gguf_meta_string(*f.text, "tokenizer.ggml.pre");
   if (pre != "qwen35")
     LOCR_INFO("gguf: tokenizer.ggml.pre is '", pre, "'; locr uses Qwen3.5's own pre-tokenizer (\"qwen35\"), as "
               "transformers does for this model type whatever the file says");
-  m->tokenizer_ = gguf_tokenizer(*f.text, path, TokenizerOptions::for_model_type("qwen3_5"));
+  m->tokenizer_ = gguf_tokenizer(*f.text, path, tokenizer::TokenizerOptions::for_model_type("qwen3_5"));
   if (m->tokenizer_->vocab_size() > m->config_.text.vocab_size)
     fail(ErrorKind::kInvalidArgument, path, ": the tokenizer has ", m->tokenizer_->vocab_size(),
          " tokens, more than the embedding's ", m->config_.text.vocab_size, " rows");

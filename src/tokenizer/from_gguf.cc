@@ -1,5 +1,5 @@
-// Tokenizer and chat template from GGUF metadata; see tokenizer_gguf.h for the mapping.
-#include "model/tokenizer_gguf.h"
+// Tokenizer and chat template from GGUF metadata; see from_gguf.h for the mapping.
+#include "tokenizer/from_gguf.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,10 +7,10 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "model/tokenizer_parts.h"
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/parts.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 namespace {
 
@@ -197,4 +197,4 @@ GgufTokenizerMetadata read_gguf_tokenizer_metadata(const io::GgufFile& f) {
   return m;
 }
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -1,5 +1,5 @@
 // Byte-level BPE tokenizer loaded from a Hugging Face `tokenizer.json` (Qwen2 style), or from the
-// tokenizer.ggml.* metadata llama.cpp's converter writes into a GGUF file (tokenizer_gguf.h):
+// tokenizer.ggml.* metadata llama.cpp's converter writes into a GGUF file (from_gguf.h):
 // NFC normalisation, Qwen2's pre-tokenizer regex, byte-level alphabet, ranked merges,
 // added/special tokens matched before BPE. Mirrors the Python `tokenizers` library: ids are
 // checked against it on the real Qwen vocabulary (tests/unit/tokenizer_test.cc). Also accepts
@@ -19,7 +19,7 @@ namespace locr::io {
 class GgufFile;
 }
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 // Replaces the text pipeline a tokenizer file declares, as transformers does for models whose
 // tokenizer class rebuilds it in code.
@@ -31,7 +31,7 @@ enum class PreTokenizerOverride {
   // tokenizer.json. Its pipeline, used here whatever the file says:
   //   normalizer    NFC
   //   pre_tokenizer Sequence[Split(Qwen3.5 regex, Isolated), ByteLevel(add_prefix_space=false,
-  //                 use_regex=false)], the regex being SplitRegex::kQwen35 (tokenizer_pretokenizer.h):
+  //                 use_regex=false)], the regex being SplitRegex::kQwen35 (pretokenizer.h):
   //                 letter runs [\p{L}\p{M}]+, so combining marks (Thai, Arabic harakat, Devanagari
   //                 signs, accents in NFD) stay inside words where Qwen2's regex cuts at every mark
   //   decoder       ByteLevel
@@ -61,7 +61,7 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> from_json(const std::string& tokenizer_json, const TokenizerOptions& options = {});
   static std::unique_ptr<Tokenizer> from_file(const std::string& path, const TokenizerOptions& options = {});
   // Builds the same tokenizer from a GGUF file's tokenizer.ggml.* metadata (model "gpt2", pre
-  // "qwen2"); see tokenizer_gguf.h for what is read and how it maps. Throws locr::Error naming
+  // "qwen2"); see from_gguf.h for what is read and how it maps. Throws locr::Error naming
   // the file and key when the metadata is missing, malformed or of a kind locr does not support.
   // With options.pre_tokenizer kQwen35, tokenizer.ggml.pre is not checked and the Qwen3.5
   // pipeline above is used.
@@ -92,4 +92,4 @@ class Tokenizer {
   virtual int32_t vocab_size() const = 0;
 };
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

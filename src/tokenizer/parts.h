@@ -1,5 +1,5 @@
 // The pieces a byte-level BPE tokenizer is assembled from, whichever file described them:
-// tokenizer.json (tokenizer.cc) or a GGUF file's tokenizer.ggml.* metadata (tokenizer_gguf.cc).
+// tokenizer.json (tokenizer.cc) or a GGUF file's tokenizer.ggml.* metadata (from_gguf.cc).
 // Both readers fill a TokenizerParts and hand it to make_bpe_tokenizer, so the two share one
 // encode/decode pipeline (see tokenizer.cc).
 #pragma once
@@ -7,12 +7,12 @@
 #include <memory>
 #include <vector>
 
-#include "model/tokenizer.h"
-#include "model/tokenizer_added.h"
-#include "model/tokenizer_bpe.h"
-#include "model/tokenizer_pretokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/added.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenizer.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 // A pre-tokenizer stage: a regex Split, or the final ByteLevel stage (optional prefix space,
 // optional GPT-2 regex split, then the byte-level mapping that BpeModel applies implicitly).
@@ -44,4 +44,4 @@ void apply_pipeline_override(const TokenizerOptions& options, TokenizerParts* pa
 
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(TokenizerParts parts);
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

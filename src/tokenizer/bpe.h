@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 // GPT-2's reversible byte <-> character mapping used by ByteLevel pre-tokenizers and decoders.
 char32_t byte_to_char(uint8_t b);
@@ -81,4 +81,4 @@ class BpeModel {
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
 };
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 struct AddedToken {
   int32_t id = -1;
@@ -52,4 +52,4 @@ class AddedTokenSplitter {
   std::array<std::vector<uint32_t>, 256> by_first_byte_;  // entry indices, longest pattern first
 };
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

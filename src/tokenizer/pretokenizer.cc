@@ -1,16 +1,16 @@
 // Hand-written matchers for the byte-level BPE pre-tokenizer regexes; see
-// tokenizer_pretokenizer.h. Each matcher works on the decoded code points of one piece of text
+// pretokenizer.h. Each matcher works on the decoded code points of one piece of text
 // and returns where the regex match starting at position i ends, trying the alternatives in the
 // pattern's order as a backtracking engine would. The comments spell out how each alternative's
 // backtracking resolves.
-#include "model/tokenizer_pretokenizer.h"
+#include "tokenizer/pretokenizer.h"
 
 #include <cstdint>
 #include <string_view>
 
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 namespace {
 
@@ -190,4 +190,4 @@ void split_with_regex(SplitRegex re, std::string_view text, std::vector<size_t>*
   }
 }
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -1,14 +1,14 @@
 // Byte-level BPE tokenizer loaded from tokenizer.json; see tokenizer.h. This file reads and
-// validates the configuration into TokenizerParts (tokenizer_parts.h; tokenizer_gguf.cc fills the
+// validates the configuration into TokenizerParts (parts.h; from_gguf.cc fills the
 // same from GGUF metadata) and runs the pipeline of `tokenizers`' TokenizerImpl::encode with
 // add_special_tokens=false: split on raw added tokens -> normalise each remaining piece (NFC) ->
 // split on normalised added tokens -> pre-tokenize (regex splits, byte-level mapping) -> BPE.
-// Decoding is the ByteLevel decoder. The pieces live in tokenizer_unicode, tokenizer_added,
-// tokenizer_pretokenizer and tokenizer_bpe. Not supported (rejected with an error naming the
+// Decoding is the ByteLevel decoder. The pieces live in unicode, added,
+// pretokenizer and bpe. Not supported (rejected with an error naming the
 // component): other models, normalizers, pre-tokenizers and decoders. Truncation, padding and
 // the post-processor are ignored: callers get the bare ids. TokenizerOptions can replace the
 // normalizer, pre-tokenizer, decoder and BPE options as transformers does (tokenizer.h).
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <algorithm>
 #include <deque>
@@ -19,10 +19,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
-#include "model/tokenizer_parts.h"
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/parts.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 namespace {
 
@@ -469,4 +469,4 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path, const T
   return make_bpe_tokenizer(parse_tokenizer_json(io::read_file(path), path, options));
 }
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -1,7 +1,7 @@
-// Unicode helpers for the tokenizer; see tokenizer_unicode.h. The tables below are the measured
+// Unicode helpers for the tokenizer; see unicode.h. The tables below are the measured
 // differences between utf8proc 2.8 (Unicode 15.0) and what `tokenizers` 0.23 does; the fixture
 // tests (tokenizer_test.cc, unicode_classes.json, nfc_goldens) re-check them exhaustively.
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/unicode.h"
 
 #include <utf8proc.h>
 
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <memory>
 
-namespace locr::model::unicode {
+namespace locr::tokenizer::unicode {
 
 namespace {
 
@@ -303,4 +303,4 @@ std::string nfc(std::string_view s) {
   return out;
 }
 
-}  // namespace locr::model::unicode
+}  // namespace locr::tokenizer::unicode

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 enum class SplitRegex {
   // Qwen2 / Qwen3 (tokenizer.json Split pattern):
@@ -38,4 +38,4 @@ std::string_view split_regex_pattern(SplitRegex re);
 // byte offset at which each piece ends; pieces are contiguous and start at 0.
 void split_with_regex(SplitRegex re, std::string_view text, std::vector<size_t>* piece_ends);
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -1,16 +1,16 @@
-// BPE model of a byte-level tokenizer; see tokenizer_bpe.h. The merge loop mirrors
+// BPE model of a byte-level tokenizer; see bpe.h. The merge loop mirrors
 // tokenizers/src/models/bpe/word.rs (Word::merge_all) step by step, including how it detects
 // stale heap entries (by the id the pair would now merge into), so that ties and vocabularies
 // with several merges per token resolve exactly as there.
-#include "model/tokenizer_bpe.h"
+#include "tokenizer/bpe.h"
 
 #include <algorithm>
 #include <array>
 
 #include "core/error.h"
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 namespace {
 
@@ -198,4 +198,4 @@ void BpeModel::merge_word(std::string_view bytes, std::vector<int32_t>* ids) con
   }
 }
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace locr::model::unicode {
+namespace locr::tokenizer::unicode {
 
 // The classes the pre-tokenizer regexes distinguish. \p{L}, \p{M} and \p{N} are general
 // categories (\p{M} = Mn, Mc, Me: combining marks); \s is the Unicode White_Space property (25
@@ -51,4 +51,4 @@ std::string utf8_lossy(std::string_view bytes);
 // U+11938 decomposition.
 std::string nfc(std::string_view s);
 
-}  // namespace locr::model::unicode
+}  // namespace locr::tokenizer::unicode

@@ -1,14 +1,14 @@
-// Splitting text on added tokens; see tokenizer_added.h. Mirrors
+// Splitting text on added tokens; see added.h. Mirrors
 // tokenizers/src/tokenizer/added_vocabulary.rs (find_matches), whose Aho-Corasick automaton runs
 // in LeftmostLongest mode: the earliest match wins, the longest among those starting there, and
 // the search resumes after the raw match (before any rstrip extension).
-#include "model/tokenizer_added.h"
+#include "tokenizer/added.h"
 
 #include <algorithm>
 
-#include "model/tokenizer_unicode.h"
+#include "tokenizer/unicode.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 namespace {
 
@@ -99,4 +99,4 @@ void AddedTokenSplitter::split(std::string_view text, std::vector<TextSegment>* 
   if (start_offset != text.size()) out->push_back(TextSegment{start_offset, text.size(), -1});
 }
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer

@@ -27,9 +27,9 @@
 #include <optional>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
-namespace locr::model {
+namespace locr::tokenizer {
 
 // What a model loader needs next to the tokenizer.
 struct GgufTokenizerMetadata {
@@ -46,4 +46,4 @@ struct GgufTokenizerMetadata {
 // and the key; absent keys stay unset.
 GgufTokenizerMetadata read_gguf_tokenizer_metadata(const io::GgufFile& gguf);
 
-}  // namespace locr::model
+}  // namespace locr::tokenizer
