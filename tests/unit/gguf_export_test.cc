@@ -29,6 +29,7 @@
 #include "runtime/generate.h"
 #include "gguf_compare.h"
 #include "vector_cosine.h"
+#include "../common/error_of.h"
 
 namespace fs = std::filesystem;
 
@@ -45,15 +46,6 @@ std::string out_dir() {
   const fs::path d = fs::temp_directory_path() / ("locr_gguf_export_" + std::to_string(::getpid()));
   fs::create_directories(d);
   return d.string();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(GgufExport, Q8_0EqualsLlamaCppsConverter) {

@@ -22,6 +22,7 @@
 #include "model/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "vector_cosine.h"
+#include "../common/error_of.h"
 
 namespace fs = std::filesystem;
 
@@ -79,15 +80,6 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
   return m;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 bool same_matrix(const Matrix& a, const Matrix& b) {

@@ -14,6 +14,7 @@
 #include "io/file.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "../common/error_of.h"
 
 namespace fs = std::filesystem;
 
@@ -28,15 +29,6 @@ std::string tmp_path(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("locr_gguf_writer_" + std::to_string(::getpid()));
   fs::create_directories(d);
   return (d / name).string();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 void add_every_type(GgufWriter& w) {

@@ -26,6 +26,7 @@
 #include "model/qwen35/gguf.h"
 #include "model/qwen35/model.h"
 #include "../common/qwen35_matrices.h"
+#include "../common/error_of.h"
 
 namespace locr::model::qwen35 {
 namespace {
@@ -173,15 +174,6 @@ TEST_P(Qwen35Gguf, Q8_0WeightsAreTheCheckpointsQuantized) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35Gguf, ::testing::Values("qwen35_a", "qwen35_b"));
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Qwen35GgufRefusals, NameTheFileAndWhatIsWrong) {
   const std::string text = gguf("qwen35_a", "qwen35_a-f32.gguf");
