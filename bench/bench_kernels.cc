@@ -510,6 +510,11 @@ void register_all() {
                                  16, 64, false, 1, locr::DType::kF32)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    // LightOnOCR-3-0.8B's vision tower on the 1540 px A4 page (1088x1536: 6,528 patches, 12 heads of 64).
+    benchmark::RegisterBenchmark(("Attention/" + b + "/vision_6528_hd64_12h").c_str(), BM_Attention, b, 6528, 6528,
+                                 12, 12, 64, false, 1, locr::DType::kF32)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/prefill_causal_2171_hd128_gqa").c_str(), BM_Attention, b,
                                  2171, 2171, 16, 8, 128, true, 1, locr::DType::kF32)
         ->Unit(benchmark::kMillisecond)

@@ -826,7 +826,7 @@ class CpuOps final : public Ops {
       a.kb = kb;
       a.vb = vb;
     }
-    const int64_t bq = t_->attn_bq, qblocks = ceil_div(p.n_q, bq);
+    const int64_t bq = dot_tile ? t_->attn_bq_dot : t_->attn_bq, qblocks = ceil_div(p.n_q, bq);
     const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(*t_, p.head_dim));
     float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
     const auto tile = dot_tile ? t_->attn_tile_bf16 : t_->attn_tile;

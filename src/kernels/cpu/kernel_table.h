@@ -73,7 +73,8 @@ struct KernelTable {
   const char* isa;
   int w;        // floats per vector
   int mr, nr;   // GEMM microkernel tile
-  int attn_bq;  // query rows per attention tile
+  int attn_bq;      // query rows per attention tile (attn_tile)
+  int attn_bq_dot;  // query rows per attn_tile_bf16 tile (0 without one)
   bool bf16_dot;  // has vdpbf16ps kernels (pack_a_pairs, gemm_tile on kPairsBf16, attn_tile_bf16)
 
   // A (activation) panel packing for rows [0, m) and columns [k0, k0 + kc) of x (row stride ldx):
@@ -166,7 +167,8 @@ struct KernelTable {
 inline int64_t attn_tile_scratch(const KernelTable& t, int64_t head_dim) {
   const int64_t hp = (head_dim + 31) / 32 * 32;
   // QT (hp x bq) + S (bkv x bq) + O (bq x hp) + P pairs + row stats
-  return hp * t.attn_bq + 128 * t.attn_bq + t.attn_bq * hp + 64 * t.attn_bq + 8 * t.attn_bq + 64;
+  const int64_t bq = t.attn_bq > t.attn_bq_dot ? t.attn_bq : t.attn_bq_dot;
+  return hp * bq + 128 * bq + bq * hp + 64 * bq + 8 * bq + 64;
 }
 
 const KernelTable* kernel_table_generic();

@@ -15,17 +15,17 @@ namespace {
 
 template <int JR>
 inline void qk_rows(const float* kb, int64_t kv_stride, int64_t hd, const float* qt, float* s) {
-  vf acc[JR][kNV];
-  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vzero();
+  vf acc[JR][kAttnQV];
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) acc[r][v] = vzero();
   for (int64_t d = 0; d < hd; ++d) {
-    vf qv[kNV];
-    LOCR_UNROLL for (int v = 0; v < kNV; ++v) qv[v] = vload(qt + d * kBQ + v * W);
+    vf qv[kAttnQV];
+    LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) qv[v] = vload(qt + d * kBQ + v * W);
     LOCR_UNROLL for (int r = 0; r < JR; ++r) {
       const vf kv = vset1(kb[r * kv_stride + d]);
-      LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vfma(kv, qv[v], acc[r][v]);
+      LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) acc[r][v] = vfma(kv, qv[v], acc[r][v]);
     }
   }
-  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(s + r * kBQ + v * W, acc[r][v]);
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) vstore(s + r * kBQ + v * W, acc[r][v]);
 }
 
 template <int JR = kJR>
@@ -36,10 +36,11 @@ inline void qk_dispatch(int jr, const float* kb, int64_t kv_stride, int64_t hd, 
   }
 }
 
-// O[ii .. ii+IR)[d0 .. d0+dn) += P[ii.., 0..jn) · V[0..jn)[d0..]; P read transposed from S.
+// O[ii .. ii+IR)[d0 .. d0+dn) = O * alpha (the online softmax's rescale of each row, when alpha is
+// given) + P[ii.., 0..jn) · V[0..jn)[d0..]; P read transposed from S.
 template <int IR>
-inline void pv_rows(int64_t jn, const float* vb, int64_t kv_stride, const float* s, int ii, float* o, int64_t hd,
-                    int64_t d0, int dn) {
+inline void pv_rows(int64_t jn, const float* vb, int64_t kv_stride, const float* s, const float* alpha, int ii,
+                    float* o, int64_t hd, int64_t d0, int dn) {
   vf acc[IR][kPvND];
   int cnt[kPvND];
   LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
@@ -49,6 +50,7 @@ inline void pv_rows(int64_t jn, const float* vb, int64_t kv_stride, const float*
   LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < kPvND; ++c) {
     float* op = o + (ii + r) * hd + d0 + c * W;
     acc[r][c] = cnt[c] == W ? vload(op) : vload_n(op, cnt[c]);
+    if (alpha) acc[r][c] = vmul(acc[r][c], vset1(alpha[ii + r]));
   }
   for (int64_t j = 0; j < jn; ++j) {
     vf vv[kPvND];
@@ -70,27 +72,29 @@ inline void pv_rows(int64_t jn, const float* vb, int64_t kv_stride, const float*
 }
 
 template <int IR = kPvIR>
-inline void pv_dispatch(int ir, int64_t jn, const float* vb, int64_t kv_stride, const float* s, int ii, float* o,
-                        int64_t hd, int64_t d0, int dn) {
+inline void pv_dispatch(int ir, int64_t jn, const float* vb, int64_t kv_stride, const float* s, const float* alpha,
+                        int ii, float* o, int64_t hd, int64_t d0, int dn) {
   if constexpr (IR >= 1) {
-    if (ir == IR) return pv_rows<IR>(jn, vb, kv_stride, s, ii, o, hd, d0, dn);
-    pv_dispatch<IR - 1>(ir, jn, vb, kv_stride, s, ii, o, hd, d0, dn);
+    if (ir == IR) return pv_rows<IR>(jn, vb, kv_stride, s, alpha, ii, o, hd, d0, dn);
+    pv_dispatch<IR - 1>(ir, jn, vb, kv_stride, s, alpha, ii, o, hd, d0, dn);
   }
 }
 
-// Online softmax over one key block for all kBQ query columns of S (in the log2 domain).
+// Online softmax over one key block for all QV * W query columns of S (in the log2 domain).
 // m, l: running max and sum per query column; alpha_out: the rescale factor of O rows.
-inline void softmax_block(float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV], float* alpha_out) {
+template <int QV>
+inline void softmax_block(float* s, int64_t jn, vf (&m)[QV], vf (&l)[QV], float* alpha_out) {
+  constexpr int BQ = QV * W;
   const vf ninf = vset1(-INFINITY);
-  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+  LOCR_UNROLL for (int v = 0; v < QV; ++v) {
     vf mx = m[v];
-    for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * kBQ + v * W));
+    for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * BQ + v * W));
     const vf ms = vblend(veq(mx, ninf), mx, vzero());  // all masked so far: avoid inf - inf
-    const vf alpha = vexp2(vsub(m[v], ms));
+    const vf alpha = vexp2_softmax(vsub(m[v], ms));
     vf sum = vzero();
     for (int64_t j = 0; j < jn; ++j) {
-      const vf p = vexp2(vsub(vload(s + j * kBQ + v * W), ms));
-      vstore(s + j * kBQ + v * W, p);
+      const vf p = vexp2_softmax(vsub(vload(s + j * BQ + v * W), ms));
+      vstore(s + j * BQ + v * W, p);
       sum = vadd(sum, p);
     }
     l[v] = vfma(l[v], alpha, sum);
@@ -99,26 +103,28 @@ inline void softmax_block(float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV], floa
   }
 }
 
+template <int QV>
 inline void mask_causal(float* s, int64_t jn, int64_t first_thr) {
   // Key row j is visible to query column i iff i >= first_thr + j.
   const vf ninf = vset1(-INFINITY);
   for (int64_t j = 0; j < jn; ++j) {
     const int64_t thr = first_thr + j;
     if (thr <= 0) continue;
-    LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+    LOCR_UNROLL for (int v = 0; v < QV; ++v) {
       const vf idx = vadd(viota(), vset1(static_cast<float>(v * W)));
-      float* sp = s + j * kBQ + v * W;
+      float* sp = s + j * QV * W + v * W;
       vstore(sp, vblend(vlt(idx, vset1(static_cast<float>(thr))), vload(sp), ninf));
     }
   }
 }
 
 // The tile's output rows: O row i (o_ld floats apart) divided by its softmax sum (l, spilled to
-// lsum [kBQ]), written to query row q0 + i of head h.
+// lsum [QV * W]), written to query row q0 + i of head h.
+template <int QV>
 inline void store_tile_output(const AttnArgs& a, int64_t h, int64_t q0, int nq, const float* o, int64_t o_ld,
-                              const vf (&l)[kNV], float* lsum) {
+                              const vf (&l)[QV], float* lsum) {
   const int64_t hd = a.head_dim;
-  LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(lsum + v * W, l[v]);
+  LOCR_UNROLL for (int v = 0; v < QV; ++v) vstore(lsum + v * W, l[v]);
   for (int i = 0; i < nq; ++i) {
     const vf inv = vset1(lsum[i] > 0 ? 1.0f / lsum[i] : 0.0f);
     const float* oi = o + i * o_ld;
@@ -143,8 +149,8 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
     for (int64_t d = 0; d < hd; ++d) qt[d * kBQ + i] = i < nq ? qi[d] * qs : 0.0f;
   }
   for (int64_t e = 0; e < kBQ * hd; ++e) o[e] = 0.0f;
-  vf m[kNV], l[kNV];
-  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+  vf m[kAttnQV], l[kAttnQV];
+  LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) {
     m[v] = vset1(-INFINITY);
     l[v] = vzero();
   }
@@ -154,22 +160,15 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
     const float* kb = a.k + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t jj = 0; jj < jn; jj += kJR)
       qk_dispatch(static_cast<int>(min64(kJR, jn - jj)), kb + jj * a.kv_stride, a.kv_stride, hd, qt, s + jj * kBQ);
-    if (a.causal) mask_causal(s, jn, j0 - a.q_offset - q0);
+    if (a.causal) mask_causal<kAttnQV>(s, jn, j0 - a.q_offset - q0);
     softmax_block(s, jn, m, l, alpha);
-    if (j0 > 0) {
-      for (int i = 0; i < nq; ++i) {
-        const vf al = vset1(alpha[i]);
-        float* oi = o + i * hd;
-        int64_t d = 0;
-        for (; d + W <= hd; d += W) vstore(oi + d, vmul(vload(oi + d), al));
-        if (d < hd) vstore_n(oi + d, vmul(vload_n(oi + d, static_cast<int>(hd - d)), al), static_cast<int>(hd - d));
-      }
-    }
+    // O's rescale by alpha rides on the PV kernel's load of O (none before the first block).
     const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
       const int dn = static_cast<int>(min64(kPvND * W, hd - d0));
       for (int ii = 0; ii < nq; ii += kPvIR)
-        pv_dispatch(static_cast<int>(min64(kPvIR, nq - ii)), jn, vb, a.kv_stride, s, ii, o, hd, d0, dn);
+        pv_dispatch(static_cast<int>(min64(kPvIR, nq - ii)), jn, vb, a.kv_stride, s, j0 > 0 ? alpha : nullptr, ii, o,
+                    hd, d0, dn);
     }
   }
   store_tile_output(a, h, q0, nq, o, hd, l, lsum);

@@ -11,7 +11,10 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define LOCR_CPU_NS avx512
 #define LOCR_CPU_MR 14
-#define LOCR_CPU_JR 8
+// f32 attention tile: 64 queries (4 vectors) per tile, QK^T 6 keys x 4 vectors = 24 accumulators,
+// PV 6 queries x 4 vectors (docs/benchmarks.md: a little faster than 32 queries with 8 x 2).
+#define LOCR_CPU_JR 6
+#define LOCR_CPU_ATTN_QV 4
 #define LOCR_CPU_PV_IR 6
 #define LOCR_CPU_PV_ND 4
 #include "kernels/cpu/simd_avx512.h"
@@ -102,7 +105,7 @@ void k_pack_a_pairs(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t 
 }
 
 // ---- Attention on vdpbf16ps (cpu-bf16 where the dot product beats 512-bit FMA) ----
-// k_attn_tile's algorithm (S [kBKV][kBQ] in f32, online softmax in the log2 domain) with both
+// k_attn_tile's algorithm (S [kBKV][kBQdp] in f32, online softmax in the log2 domain) with both
 // products on bf16 pairs: QK^T on the pre-scaled query and the keys rounded to bf16, PV on the
 // probabilities and the values rounded to bf16 (the row sums l stay f32, from the unrounded p).
 // Products of bf16 are exact in f32; only the roundings of q, k, p, v and the summation order
@@ -147,13 +150,13 @@ inline void qk_rows_dp(const uint16_t* kb, int64_t hd_pad, const uint32_t* qt, f
   LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vzero();
   for (int64_t p = 0; p < hd_pad / 2; ++p) {
     __m512bh qv[kNV];
-    LOCR_UNROLL for (int v = 0; v < kNV; ++v) qv[v] = as_bh(_mm512_loadu_si512(qt + p * kBQ + v * W));
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) qv[v] = as_bh(_mm512_loadu_si512(qt + p * kBQdp + v * W));
     LOCR_UNROLL for (int r = 0; r < JR; ++r) {
       const __m512bh kp = as_bh(_mm512_set1_epi32(static_cast<int>(load_u32(kb + r * hd_pad + 2 * p))));
       LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], kp, qv[v]);
     }
   }
-  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(s + r * kBQ + v * W, acc[r][v]);
+  LOCR_UNROLL for (int r = 0; r < JR; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) vstore(s + r * kBQdp + v * W, acc[r][v]);
 }
 
 template <int JR = kJRdp>
@@ -177,7 +180,7 @@ inline void pv_rows_dp(int64_t np, const uint16_t* vb, int64_t hd_pad, const uin
     __m512bh vv[ND];
     LOCR_UNROLL for (int c = 0; c < ND; ++c) vv[c] = as_bh(_mm512_loadu_si512(vb + (p * hd_pad + d0 + c * W) * 2));
     LOCR_UNROLL for (int r = 0; r < IR; ++r) {
-      const __m512bh pr = as_bh(_mm512_set1_epi32(static_cast<int>(pb[p * kBQ + ii + r])));
+      const __m512bh pr = as_bh(_mm512_set1_epi32(static_cast<int>(pb[p * kBQdp + ii + r])));
       LOCR_UNROLL for (int c = 0; c < ND; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], pr, vv[c]);
     }
   }
@@ -196,23 +199,23 @@ inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pa
 
 void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   const int64_t hd = a.head_dim, hp = a.hd_pad, group = a.n_heads / a.n_kv_heads, kh = h / group;
-  const int nq = static_cast<int>(min64(kBQ, a.n_q - q0));
-  auto* qt = reinterpret_cast<uint32_t*>(scratch);                // [hp / 2][kBQ] pairs
-  float* s = scratch + hp / 2 * kBQ;                              // [kBKV][kBQ]
-  auto* pb = reinterpret_cast<uint32_t*>(s + kBKV * kBQ);         // [kBKV / 2][kBQ] pairs
-  float* o = reinterpret_cast<float*>(pb + kBKV / 2 * kBQ);       // [kBQ][hp]
-  float* alpha = o + kBQ * hp;                                    // [kBQ]
-  float* lsum = alpha + kBQ;                                      // [kBQ]
+  const int nq = static_cast<int>(min64(kBQdp, a.n_q - q0));
+  auto* qt = reinterpret_cast<uint32_t*>(scratch);                // [hp / 2][kBQdp] pairs
+  float* s = scratch + hp / 2 * kBQdp;                              // [kBKV][kBQdp]
+  auto* pb = reinterpret_cast<uint32_t*>(s + kBKV * kBQdp);         // [kBKV / 2][kBQdp] pairs
+  float* o = reinterpret_cast<float*>(pb + kBKV / 2 * kBQdp);       // [kBQdp][hp]
+  float* alpha = o + kBQdp * hp;                                    // [kBQdp]
+  float* lsum = alpha + kBQdp;                                      // [kBQdp]
   const float qs = a.scale * kLog2e;
-  for (int i = 0; i < kBQ; ++i) {
+  for (int i = 0; i < kBQdp; ++i) {
     const float* qi = a.q + (q0 + i) * a.q_stride + h * hd;
     for (int64_t p = 0; p < hp / 2; ++p) {
       const uint32_t lo = i < nq && 2 * p < hd ? to_bf16_scalar(qi[2 * p] * qs) : 0u;
       const uint32_t hi = i < nq && 2 * p + 1 < hd ? to_bf16_scalar(qi[2 * p + 1] * qs) : 0u;
-      qt[p * kBQ + i] = lo | (hi << 16);
+      qt[p * kBQdp + i] = lo | (hi << 16);
     }
   }
-  for (int64_t e = 0; e < kBQ * hp; ++e) o[e] = 0.0f;
+  for (int64_t e = 0; e < kBQdp * hp; ++e) o[e] = 0.0f;
   vf m[kNV], l[kNV];
   LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
     m[v] = vset1(-INFINITY);
@@ -224,15 +227,15 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
   for (int64_t j0 = 0; j0 < kv_end; j0 += kBKV) {
     const int64_t jn = min64(kBKV, kv_end - j0);
     for (int64_t jj = 0; jj < jn; jj += kJRdp)
-      qk_dispatch_dp(static_cast<int>(min64(kJRdp, jn - jj)), kbh + (j0 + jj) * hp, hp, qt, s + jj * kBQ);
-    if (a.causal) mask_causal(s, jn, j0 - a.q_offset - q0);
+      qk_dispatch_dp(static_cast<int>(min64(kJRdp, jn - jj)), kbh + (j0 + jj) * hp, hp, qt, s + jj * kBQdp);
+    if (a.causal) mask_causal<kNV>(s, jn, j0 - a.q_offset - q0);
     softmax_block(s, jn, m, l, alpha);
     const int64_t np = (jn + 1) / 2;  // an odd last key pairs with a zero probability
     for (int64_t p = 0; p < np; ++p)
       LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
-        const vf lo = vload(s + 2 * p * kBQ + v * W);
-        const vf hi = 2 * p + 1 < jn ? vload(s + (2 * p + 1) * kBQ + v * W) : vzero();
-        _mm512_storeu_si512(pb + p * kBQ + v * W, interleave_bf16(lo, hi));
+        const vf lo = vload(s + 2 * p * kBQdp + v * W);
+        const vf hi = 2 * p + 1 < jn ? vload(s + (2 * p + 1) * kBQdp + v * W) : vzero();
+        _mm512_storeu_si512(pb + p * kBQdp + v * W, interleave_bf16(lo, hi));
       }
     if (j0 > 0) {
       for (int i = 0; i < nq; ++i) {
@@ -332,6 +335,7 @@ const KernelTable* kernel_table_avx512_bf16() {
     k.gemm_panels = avx512::k_gemm_panels_bf16;
     k.dot_vs_fma_speed = avx512::k_dot_vs_fma_speed;
     k.attn_tile_bf16 = avx512::k_attn_tile_bf16;
+    k.attn_bq_dot = avx512::kBQdp;
     k.attn_pack_bf16 = avx512::k_attn_pack_bf16;
     return k;
   }();

@@ -18,8 +18,16 @@ namespace {
 constexpr int kNV = 2;          // vectors per GEMM microkernel row
 constexpr int kNR = kNV * W;    // GEMM panel width (columns of W)
 constexpr int kMR = LOCR_CPU_MR;
-constexpr int kBQ = kNR;        // attention: query rows per tile (two vectors)
-constexpr int kBKV = 64;        // attention: keys per block
+#ifndef LOCR_CPU_ATTN_QV
+#define LOCR_CPU_ATTN_QV 2
+#endif
+constexpr int kAttnQV = LOCR_CPU_ATTN_QV;  // f32 attention tile: query vectors per tile
+constexpr int kBQ = kAttnQV * W;           // f32 attention tile: query rows per tile
+constexpr int kBQdp = kNV * W;             // the vdpbf16ps attention tile's query rows (two vectors)
+#ifndef LOCR_CPU_ATTN_BKV
+#define LOCR_CPU_ATTN_BKV 64
+#endif
+constexpr int kBKV = LOCR_CPU_ATTN_BKV;    // attention: keys per block
 constexpr int kJR = LOCR_CPU_JR;
 constexpr int kPvIR = LOCR_CPU_PV_IR;
 constexpr int kPvND = LOCR_CPU_PV_ND;
