@@ -24,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,7 @@
 #include "apps/serve_setup.h"
 #include "core/heap.h"
 #include "core/log.h"
+#include "core/ordered_prefetch.h"
 #include "io/document.h"
 #include "io/file.h"
 #include "io/page_range.h"
@@ -534,8 +536,16 @@ int cmd_ocr(int argc, char** argv) {
 
   const auto t0 = Clock::now();
   std::mutex mu;
-  std::atomic<size_t> next{0};
   int done = 0, failed = 0;
+  // Pages are rendered (PDF pages) or decoded (image files) ahead, in order, on threads of their
+  // own: a worker whose page finishes takes the next one ready while the engine keeps running. A
+  // few pages ahead, no more (each is a full-resolution RGB image).
+  const int render_threads = std::min(concurrency, 2);
+  OrderedPrefetch<io::Image> rendered(work.size(), static_cast<size_t>(std::min(concurrency, 4)), render_threads,
+                                      [&](size_t k) {
+                                        const DocJob& dj = docs[work[k].first];
+                                        return dj.doc->render_page(dj.pages[work[k].second].page - 1);
+                                      });
   const bool show = a.get_flag("progress", ::isatty(2) != 0);
   toolkit::ProgressBar bar("ocr", show, /*bytes=*/false);
   auto redraw = [&] {  // under mu
@@ -548,9 +558,9 @@ int cmd_ocr(int argc, char** argv) {
     bar.update(static_cast<uint64_t>(done), work.size(), extra);
   };
   auto worker = [&] {
-    for (;;) {
-      const size_t k = next.fetch_add(1);
-      if (k >= work.size()) return;
+    OrderedPrefetch<io::Image>::Item page;
+    while (rendered.next(&page)) {
+      const size_t k = page.index;
       DocJob& dj = docs[work[k].first];
       // Worked on as a copy; published under `mu`, where the manifest writer reads the pages.
       PageJob pj = dj.pages[work[k].second];
@@ -558,7 +568,10 @@ int cmd_ocr(int argc, char** argv) {
       for (;;) {
         ++pj.attempts;
         try {
-          const io::Image img = dj.doc->render_page(pj.page - 1);
+          // The page rendered ahead; rendered again for a retry after a failed rendering.
+          if (page.error) std::rethrow_exception(std::exchange(page.error, nullptr));
+          if (page.value.rgb.empty()) page.value = dj.doc->render_page(pj.page - 1);
+          const io::Image& img = page.value;
           pj.out = backend->run(img, dj.doc->page_draft_text(pj.page - 1));
           pj.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
           std::string raw = pj.out.text;
