@@ -1,8 +1,8 @@
 #include "model/config.h"
 
 #include "core/error.h"
-#include "model/config_check.h"
 #include "model/json_fields.h"
+#include "model/lightonocr/config_check.h"
 #include "io/file.h"
 
 namespace locr::model {

@@ -2,7 +2,7 @@
 //   hub / vLLM form:         model_type "mistral3", image_token_id
 //   transformers form:       model_type "lighton_ocr", image_token_index
 // Field names keep the HF spelling. Validated once at load; the model code trusts it afterwards.
-// Keys that would change the math are either read here or refused (model/config_check.h).
+// Keys that would change the math are either read here or refused (model/lightonocr/config_check.h).
 #pragma once
 
 #include <cstdint>

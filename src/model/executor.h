@@ -9,8 +9,8 @@
 //
 // TextDecoder / VisionEncoder / Projector are the model, on every backend; an executor adds what
 // its device needs around them. CpuExecutor: host step arrays, a host KV pool. The CUDA executor
-// (src/model/cuda/, made by runtime/executor_factory for backend "cuda"): staging of step inputs
-// into fixed device buffers, the device KV pool, decode graphs, device sampling.
+// (src/model/lightonocr/cuda/, made by runtime/executor_factory for backend "cuda"): staging of step
+// inputs into fixed device buffers, the device KV pool, decode graphs, device sampling.
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,7 @@
 #include "core/tensor.h"
 #include "kernels/ops.h"
 #include "model/config.h"
-#include "model/step_batch.h"
+#include "model/lightonocr/step_batch.h"
 #include "model/weights.h"
 #include "model/workspace.h"
 

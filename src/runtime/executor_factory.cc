@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "model/qwen35/executor.h"
 #ifdef LOCR_HAVE_CUDA
-#include "model/cuda/cuda_executor.h"
+#include "model/lightonocr/cuda/cuda_executor.h"
 #endif
 
 namespace locr::runtime {

@@ -5,9 +5,9 @@
 
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "model/lightonocr/step_batch.h"
 #include "model/memory_sizing.h"
 #include "model/rope.h"
-#include "model/step_batch.h"
 #include "model/text_decoder.h"
 #include "model/workspace.h"
 

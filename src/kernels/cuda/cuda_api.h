@@ -9,7 +9,7 @@
 //     residual stream, logits and RoPE tables, which are F32; accumulation is always F32;
 //   - matrices are row-major with an explicit row stride in elements where a view may be strided;
 //   - the scalar oracle for every op is kernels/ref (tests/cuda compares against it).
-// Not here: model structure, scheduling (src/model/cuda_*, src/runtime).
+// Not here: model structure, scheduling (src/model/lightonocr/cuda/, src/runtime).
 #pragma once
 
 #include <cstddef>

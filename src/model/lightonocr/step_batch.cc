@@ -1,4 +1,4 @@
-#include "model/step_batch.h"
+#include "model/lightonocr/step_batch.h"
 
 #include <algorithm>
 

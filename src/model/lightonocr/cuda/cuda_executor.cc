@@ -1,4 +1,4 @@
-#include "model/cuda/cuda_executor.h"
+#include "model/lightonocr/cuda/cuda_executor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "core/log.h"
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "model/lightonocr/step_batch.h"
 #include "model/memory_sizing.h"
 #include "model/rope.h"
-#include "model/step_batch.h"
 #include "model/workspace.h"
 
 namespace locr::model::cuda {

@@ -1,4 +1,4 @@
-#include "model/config_check.h"
+#include "model/lightonocr/config_check.h"
 
 #include <algorithm>
 #include <initializer_list>
