@@ -286,7 +286,10 @@ def test_generate_answers_prompt_plus_completion(srv):
 
 
 def test_generate_streams_nul_separated_objects(srv):
-    body = {"prompt": PROMPT, "stream": True, "temperature": 0, "max_tokens": 12, "ignore_eos": True, "n": 2}
+    # Enough tokens that the generation outlasts the response's start: objects are written per poll
+    # of what the engine has made, and a dozen tokens of the tiny model could all be made before
+    # the first poll (one object, seen in about one run in five on a 2-core machine).
+    body = {"prompt": PROMPT, "stream": True, "temperature": 0, "max_tokens": 96, "ignore_eos": True, "n": 2}
     with requests.post(srv.url + "/generate", json=body, headers=auth(), stream=True, timeout=60) as r:
         assert r.status_code == 200
         raw_body = b"".join(r.iter_content(chunk_size=None))
@@ -299,7 +302,7 @@ def test_generate_streams_nul_separated_objects(srv):
     # Each object holds the prompt and the text so far: it only grows, and ends as the whole completion.
     for before, after in zip(objs, objs[1:]):
         assert all(a.startswith(b) for a, b in zip(after["text"], before["text"])), (before, after)
-    assert objs[-1]["text"] == completion(srv, max_tokens=12, n=2)
+    assert objs[-1]["text"] == completion(srv, max_tokens=96, n=2)
     # iter_lines with the NUL delimiter, exactly as the vLLM example client does.
     with requests.post(srv.url + "/generate", json=body, headers=auth(), stream=True, timeout=60) as r:
         last = [json.loads(c.decode()) for c in r.iter_lines(chunk_size=8192, decode_unicode=False, delimiter=b"\0") if c]
