@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/args.h"
-#include "model/lighton_ocr.h"  // model::LoadOptions
+#include "model/lightonocr/lighton_ocr.h"  // model::LoadOptions
 #include "runtime/generate.h"
 #include "runtime/request_path.h"
 

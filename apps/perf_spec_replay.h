@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 
 namespace locr::app {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 
 namespace locr::model {
 

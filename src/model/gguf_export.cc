@@ -23,7 +23,7 @@
 #include "model/gguf_checkpoint.h"
 #include "model/gguf_export_parts.h"
 #include "model/gguf_export_vocab.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "model/weights.h"
 
 namespace locr::model {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/executor.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 
 namespace locr::runtime {
 

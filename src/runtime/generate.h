@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/executor.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "model/taps.h"
 #include "runtime/finish.h"
 #include "runtime/token_selector.h"

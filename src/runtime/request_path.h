@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/image.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/request_defaults.h"
 #include "runtime/text_output.h"
 #include "runtime/token_selector.h"

@@ -24,7 +24,7 @@
 #include "kernels/cuda/cuda_api.h"
 #include "model/executor.h"
 #include "model/gguf_export.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "model/taps.h"
 #include "runtime/engine.h"
 #include "runtime/executor_factory.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/engine.h"
 #include "server/errors.h"
 #include "server/openai_schema.h"

@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "io/safetensors.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "test_util.h"
 #include "toolkit/synth_model.h"

@@ -9,7 +9,7 @@
 
 #include "core/thread_pool.h"
 #include "io/image.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 

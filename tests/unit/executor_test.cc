@@ -15,7 +15,7 @@
 #endif
 #include "io/image.h"
 #include "model/executor.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/executor_factory.h"
 #include "runtime/generate.h"
 

@@ -25,7 +25,7 @@
 #include "io/gguf.h"
 #include "io/image.h"
 #include "model/gguf_export.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "gguf_compare.h"
 #include "vector_cosine.h"

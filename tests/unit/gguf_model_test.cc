@@ -19,7 +19,7 @@
 #include "io/image.h"
 #include "io/safetensors.h"
 #include "model/gguf_checkpoint.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "vector_cosine.h"
 #include "../common/error_of.h"

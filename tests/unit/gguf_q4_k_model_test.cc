@@ -21,7 +21,7 @@
 #include "io/gguf_writer.h"
 #include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q6_k.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "vector_cosine.h"
 

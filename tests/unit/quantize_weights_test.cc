@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "io/image.h"
 #include "kernels/devices.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "model/quantize_weights.h"
 #include "runtime/generate.h"
 #include "vector_cosine.h"

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "io/image.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/request_path.h"

@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "io/image.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative.h"

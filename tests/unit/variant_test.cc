@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 #include "model/variant.h"
 
 namespace locr::model {

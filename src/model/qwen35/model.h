@@ -9,7 +9,7 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
-#include "model/lighton_ocr.h"
+#include "model/load_options.h"
 #include "model/model.h"
 #include "model/qwen35/config.h"
 #include "model/qwen35/decoder.h"

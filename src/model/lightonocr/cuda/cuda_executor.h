@@ -17,7 +17,7 @@
 #include <string>
 
 #include "model/executor.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 
 namespace locr::model::cuda {
 

@@ -1,4 +1,4 @@
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 
 #include <cstring>
 
@@ -6,7 +6,6 @@
 #include "core/log.h"
 #include "io/file.h"
 #include "kernels/devices.h"
-#include "kernels/op_profile.h"
 #include "model/json_fields.h"
 #include "model/kv_cache_dtype.h"
 #include "model/memory_sizing.h"
@@ -87,12 +86,6 @@ std::unique_ptr<LightOnOcr> LightOnOcr::load(const std::string& dir, const LoadO
   m->weights_ = load_weights(m->tensors_, m->config_);
   m->make_parts(opts);
   return m;
-}
-
-std::unique_ptr<kernels::Ops> make_model_ops(const LoadOptions& opts) {
-  std::unique_ptr<kernels::Ops> ops = kernels::make_ops(opts.backend);
-  if (opts.profile_ops) ops = std::make_unique<kernels::ProfiledOps>(std::move(ops));
-  return ops;
 }
 
 void LightOnOcr::make_parts(const LoadOptions& opts) {

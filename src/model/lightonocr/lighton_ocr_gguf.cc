@@ -7,7 +7,7 @@
 #include "io/file.h"
 #include "kernels/devices.h"
 #include "model/gguf_checkpoint.h"
-#include "model/lighton_ocr.h"
+#include "model/lightonocr/lighton_ocr.h"
 
 namespace locr::model {
 
