@@ -4,7 +4,7 @@
 #pragma once
 
 #include "kernels/cpu/kernels_common.h"
-#include "kernels/cpu/kernels_elementwise.h"  // vexp2, the dtype widening loads
+#include "kernels/cpu/kernels_elementwise.h"  // vexp2_softmax, the dtype widening loads
 
 namespace locr::kernels::cpu::LOCR_CPU_NS {
 namespace {

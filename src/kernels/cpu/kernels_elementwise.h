@@ -31,29 +31,11 @@ inline vf vexp(vf x) {
   return vblend(under, vscale2(p, n), vzero());
 }
 
-// 2^x (softmax in the log2 domain). Exact split x = n + f, |f| <= 1/2; 2^f = e^(f ln2) by the
-// same polynomial. Returns 0 below -126 (including -inf).
-inline vf vexp2(vf x) {
-  const vmask under = vlt(x, vset1(-126.0f));
-  x = vmin(vmax(x, vset1(-126.0f)), vset1(127.0f));
-  const vf n = vround(x);
-  const vf r = vmul(vsub(x, n), vset1(0.693147180559945309f));
-  vf p = vset1(1.0f / 5040);
-  p = vfma(p, r, vset1(1.0f / 720));
-  p = vfma(p, r, vset1(1.0f / 120));
-  p = vfma(p, r, vset1(1.0f / 24));
-  p = vfma(p, r, vset1(1.0f / 6));
-  p = vfma(p, r, vset1(0.5f));
-  p = vfma(p, r, vset1(1.0f));
-  p = vfma(p, r, vset1(1.0f));
-  return vblend(under, vscale2(p, n), vzero());
-}
-
 // 2^x for the online softmax, whose arguments are <= 0 (a score minus its running maximum; -inf
 // where masked): x clamped at -126 (so -inf gives 2^-126 rather than 0, nothing beside the row's
 // largest term, 1), x = n + f with |f| <= 1/2, and 2^f by a degree-6 fit of 2^f itself on [-1/2, 1/2]
-// (1.6 ulp with the rounding of its float evaluation). Ten vector operations against vexp2's
-// fifteen: the softmax is the part of an attention tile that is not a product.
+// (1.6 ulp with the rounding of its float evaluation). Ten vector operations where the earlier
+// exp-based form took fifteen: the softmax is the part of an attention tile that is not a product.
 inline vf vexp2_softmax(vf x) {
   x = vmax(x, vset1(-126.0f));
   const vf n = vround(x);
