@@ -486,6 +486,31 @@ TEST_P(CpuMathTest, ExpWithinFewUlp) {
   EXPECT_LE(worst, 2.0);
 }
 
+// The attention softmax's 2^x (arguments <= 0, -inf where masked) against std::exp2 in double:
+// within 2 ulp down to -126, and 2^-126 below it and for -inf (its documented clamp).
+TEST_P(CpuMathTest, SoftmaxExp2WithinFewUlpAndClampedBelowMinus126) {
+  std::vector<float> x;
+  for (int i = -126000; i <= 0; ++i) x.push_back(static_cast<float>(i) * 1e-3f);
+  for (float v : {-126.5f, -200.0f, -1e30f, -INFINITY}) x.push_back(v);
+  std::vector<float> y(x.size());
+  cpu_kernel_table(GetParam())->exp2_softmax(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  double worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] < -126.0f) {
+      EXPECT_EQ(y[i], std::ldexp(1.0f, -126)) << "at x = " << x[i];
+      continue;
+    }
+    const double e = ulp_error(y[i], std::exp2(static_cast<double>(x[i])));
+    if (e > worst) {
+      worst = e;
+      worst_x = x[i];
+    }
+  }
+  EXPECT_LE(worst, 2.0) << "at x = " << worst_x;
+  RecordProperty("max_ulp", std::to_string(worst));
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, CpuMathTest, testing::ValuesIn(kAllCpuIsas),
                          [](const testing::TestParamInfo<CpuIsa>& i) {
                            std::string s = cpu_isa_name(i.param);

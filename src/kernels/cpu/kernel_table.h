@@ -103,6 +103,7 @@ struct KernelTable {
   void (*add)(float* y, const float* x, int64_t n);
   void (*exp)(const float* x, float* y, int64_t n);  // exposed for tests
   void (*erf)(const float* x, float* y, int64_t n);  // exposed for tests
+  void (*exp2_softmax)(const float* x, float* y, int64_t n);  // the attention softmax's 2^x, for tests
   void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*fp8_to_f32)(const uint8_t* x, float* y, int64_t n);  // FP8 E4M3 (core/fp8.h), unscaled

@@ -146,6 +146,12 @@ void k_exp(const float* x, float* y, int64_t n) {
   if (i < n) vstore_n(y + i, vexp(vload_n(x + i, static_cast<int>(n - i))), static_cast<int>(n - i));
 }
 
+void k_exp2_softmax(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore(y + i, vexp2_softmax(vload(x + i)));
+  if (i < n) vstore_n(y + i, vexp2_softmax(vload_n(x + i, static_cast<int>(n - i))), static_cast<int>(n - i));
+}
+
 void k_erf(const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + W <= n; i += W) vstore(y + i, verf(vload(x + i)));

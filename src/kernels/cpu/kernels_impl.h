@@ -38,6 +38,7 @@ inline KernelTable base_table(const char* isa) {
   t.gelu = k_gelu;
   t.add = k_add;
   t.exp = k_exp;
+  t.exp2_softmax = k_exp2_softmax;
   t.erf = k_erf;
   t.bf16_to_f32 = k_bf16_to_f32;
   t.f16_to_f32 = k_f16_to_f32;
