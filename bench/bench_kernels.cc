@@ -123,7 +123,7 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
   set_flops(st, 2.0 * M * N * K, cpu_s);
 }
 
-// GEMV on GGUF Q8_0 weights (kernels/cpu/quant_q8_0.h; one thread: compare with --threads 1),
+// GEMV on GGUF Q8_0 weights, packed once (kernels/cpu/quant_q8_0.h; one thread: compare with --threads 1),
 // the same rotation over copies as BM_Gemv. Counter: Q8_0 weight bytes per second (34 per 32).
 // Q4_K (kernels/cpu/quant_q4_k.h) and Q6_K (quant_q6_k.h) the same way: counter weight bytes per
 // second (144 / 210 per 256).
@@ -144,12 +144,23 @@ void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, in
   if (kind == QuantKind::kQ4_K) locr::kernels::quantize_row_q4_K(f.data(), ws[0].data(), N * K);
   else if (kind == QuantKind::kQ6_K) locr::kernels::quantize_row_q6_K(f.data(), ws[0].data(), N * K);
   else locr::kernels::quantize_row_q8_0(f.data(), ws[0].data(), N * K);
-  while (static_cast<int>(ws.size()) < copies) ws.push_back(ws[0]);
+  // Q8_0 as a model holds it: packed once at load (quant_q8_0.h), each copy its own.
+  std::vector<std::unique_ptr<locr::kernels::Q8_0Packed>> packed;
+  if (kind == QuantKind::kQ8_0) {
+    for (int c = 0; c < copies; ++c) packed.push_back(locr::kernels::pack_q8_0(ws[0].data(), N, K));
+  } else {
+    while (static_cast<int>(ws.size()) < copies) ws.push_back(ws[0]);
+  }
   const auto x = random_vec(static_cast<size_t>(M * K), 3);
   std::vector<float> y(static_cast<size_t>(M * N));
   const CpuClock clock;
   size_t i = 0;
   for (auto _ : st) {
+    if (kind == QuantKind::kQ8_0) {
+      locr::kernels::gemm_q8_0(isa, *packed[i++ % packed.size()], x.data(), M, y.data());
+      benchmark::DoNotOptimize(y.data());
+      continue;
+    }
     const uint8_t* w = ws[i++ % ws.size()].data();
     if (M == 1) {
       if (kind == QuantKind::kQ4_K) locr::kernels::gemv_q4_K(isa, w, N, K, x.data(), y.data());
@@ -183,11 +194,12 @@ void BM_GemmQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, in
   else locr::kernels::quantize_row_q8_0(f.data(), w.data(), N * K);
   const auto x = random_vec(static_cast<size_t>(M * K), 2);
   std::vector<float> y(static_cast<size_t>(M * N));
+  const auto packed = kind == QuantKind::kQ8_0 ? locr::kernels::pack_q8_0(w.data(), N, K) : nullptr;
   const CpuClock clock;
   for (auto _ : st) {
     if (kind == QuantKind::kQ4_K) locr::kernels::gemm_q4_K(isa, w.data(), N, K, x.data(), M, y.data());
     else if (kind == QuantKind::kQ6_K) locr::kernels::gemm_q6_K(isa, w.data(), N, K, x.data(), M, y.data());
-    else locr::kernels::gemm_q8_0(isa, w.data(), N, K, x.data(), M, y.data());
+    else locr::kernels::gemm_q8_0(isa, *packed, x.data(), M, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();

@@ -101,6 +101,33 @@ TEST_P(QuantQ8_0Isa, DotIsExactAndTheSameBitsAsTheGenericPath) {
   }
 }
 
+// The canonical order of q8_0_block.h written out here on GGUF's own bytes (not on the packed
+// layout the kernels read): per block the exact integer sum of its 32 products, then one FMA chain
+// over the blocks with the product of the two scales. Every path gives exactly these bits.
+float canonical_dot(const uint8_t* w, const uint8_t* x, int64_t n) {
+  float acc = 0;
+  for (int64_t b = 0; b < n / 32; ++b, w += kBlockBytes, x += kBlockBytes) {
+    uint16_t hw, hx;
+    std::memcpy(&hw, w, 2);
+    std::memcpy(&hx, x, 2);
+    int32_t p = 0;
+    for (int k = 0; k < 32; ++k) p += int32_t{static_cast<int8_t>(w[2 + k])} * int32_t{static_cast<int8_t>(x[2 + k])};
+    acc = std::fma(f16_to_f32(hw) * f16_to_f32(hx), static_cast<float>(p), acc);
+  }
+  return acc;
+}
+
+TEST_P(QuantQ8_0Isa, DotIsTheCanonicalOrderOnTheGgufBytes) {
+  for (int64_t n : {32, 96, 32 * 37, 4096}) {
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      const auto a = random_q8_0(1, n, 100 + seed + static_cast<uint32_t>(n));
+      const auto b = random_q8_0(1, n, 200 + seed + static_cast<uint32_t>(n), /*activation=*/true);
+      const float got = dot_q8_0(GetParam(), a.data(), b.data(), n), want = canonical_dot(a.data(), b.data(), n);
+      EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << n << " seed " << seed << ": " << got << " vs " << want;
+    }
+  }
+}
+
 TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
   const int64_t rows = 48, cols = 2048;
   const auto w = random_q8_0(rows, cols, 3);
@@ -136,10 +163,10 @@ TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
   EXPECT_EQ(std::memcmp(y.data(), yg.data(), rows * 4), 0);
 }
 
-// Several activation rows at once (every tile shape of every path: 4 x 2 and 4 x 1 on AVX2, row pairs
-// x 1..4 activation rows on AVX-512 with an odd last row, remainders, blocks of 16 rows over the
-// thread pool, 64-row activation chunks): every element the same bits as one row alone on the
-// generic path.
+// Several activation rows at once (every tile shape of every path: one group x 2 and x 1 activation
+// rows on 256 bits; 1, 2 or 4 groups x 1..4 activation rows on 512 bits; a last group of fewer than
+// 16 rows; tiles of 64 weight rows past 64 activation rows): every element the same bits as one row
+// alone on the generic path.
 TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t cols = 32 * 9;
   // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h) that
@@ -147,7 +174,7 @@ TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   // of 8 activation rows and one left over, m = 64: the most rows of one pass
   for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
     const auto w = random_q8_0(rows, cols, 21 + static_cast<uint32_t>(rows));
-    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{9}, int64_t{64}, int64_t{67}}) {
+    for (const int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 67}) {
       std::mt19937 rng(9 + static_cast<uint32_t>(m));
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> x(m * cols);

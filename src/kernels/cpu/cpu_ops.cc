@@ -51,6 +51,11 @@ struct PackedWeight {
 
 // The deleter's type marks a `Matrix::packed` as ours (std::get_deleter), whatever other backends
 // attach there.
+// The deleter that marks a Matrix::packed as this backend's Q8_0 layout (quant_q8_0.h).
+struct Q8PackedDeleter {
+  void operator()(Q8_0Packed* p) const { delete p; }
+};
+
 struct PackedDeleter {
   void operator()(void* p) const {
     auto* pw = static_cast<PackedWeight*>(p);
@@ -195,9 +200,19 @@ class CpuOps final : public Ops {
     return pw;
   }
 
+  // Q8_0 weights repacked once into groups of 16 rows (quant_q8_0.h); null when w is not one.
+  static const Q8_0Packed* own_q8_0(const Matrix& w) {
+    if (w.dtype != DType::kQ8_0 || !w.packed || std::get_deleter<Q8PackedDeleter>(w.packed) == nullptr) return nullptr;
+    const auto* p = static_cast<const Q8_0Packed*>(w.packed.get());
+    return p->rows() == w.rows && p->cols() == w.cols ? p : nullptr;
+  }
+
   void prepare(Matrix& w) override {
-    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K)
-      return;  // used as stored (quant_q8_0.h, quant_q4_k.h, quant_q6_k.h)
+    if (w.dtype == DType::kQ8_0) {
+      if (own_q8_0(w) == nullptr) w.packed = std::shared_ptr<Q8_0Packed>(pack_q8_0(w.data, w.rows, w.cols).release(), Q8PackedDeleter{});
+      return;
+    }
+    if (w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K) return;  // used as stored (quant_q4_k.h, quant_q6_k.h)
     if (own_packed(w) != nullptr) return;
     w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
   }
@@ -234,7 +249,13 @@ class CpuOps final : public Ops {
         x = c;
       }
       float* y = yv.contiguous() ? yv.f32() : static_cast<float*>(scratch_slot(2).get(static_cast<size_t>(yv.numel()) * 4));
-      if (w.dtype == DType::kQ8_0) gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);
+      if (w.dtype == DType::kQ8_0) {
+        if (const Q8_0Packed* p = own_q8_0(w)) {
+          gemm_q8_0(isa_, *p, x, M, y);
+        } else {
+          gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);  // packs on every call: prepare() once at load
+        }
+      }
       if (w.dtype == DType::kQ4_K) gemm_q4_K(isa_, w.data, w.rows, w.cols, x, M, y);
       if (w.dtype == DType::kQ6_K) gemm_q6_K(isa_, w.data, w.rows, w.cols, x, M, y);
       if (!yv.contiguous())

@@ -142,13 +142,13 @@ struct KernelTable {
   void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);
   void (*attn_combine)(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml);
 
-  // Q8_0 (GGUF's block format: an f16 scale d and 32 int8 q, 34 bytes; q8_0_block.h): c[i * ldc + r]
-  // = the canonical Q8_0 dot product of weight row r (r < n, rows w_stride bytes apart) and
-  // activation row i (i < m, x_stride bytes apart), both n_blocks blocks. Weights may hold any int8,
-  // activations are quantize_row_q8_0's (never -128). Every path returns the same bits, whatever
-  // n and m (batch invariance).
-  void (*gemm_q8_0)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                    int64_t n_blocks, float* c, int64_t ldc);
+  // Q8_0 weights packed by pack_q8_0 (groups of 16 rows, q8_0_block.h) against activation rows
+  // from quantize_act_q8_0 (n_blocks * 40 bytes each): c[i * ldc + r] = the canonical Q8_0 dot
+  // product of weight row r (r < rows, the rows of `groups` groups from w) and activation row i
+  // (i < m), n_blocks blocks each. Every path returns the same bits, whatever rows and m (batch
+  // invariance).
+  void (*gemm_q8_0)(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
+                    float* c, int64_t ldc);
   // Q4_K weights (GGUF's 144-byte super-blocks of 256) against Q8_K activations (292-byte blocks
   // from quantize_row_q8_K), q4_k_block.h: c[i * ldc + r] = the canonical Q4_K dot product of weight
   // row r and activation row i, n_blocks super-blocks each. The same bits on every path, whatever

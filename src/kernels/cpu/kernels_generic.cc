@@ -14,12 +14,16 @@ namespace locr::kernels::cpu {
 
 namespace {
 
-void gemm_q8_0_generic(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                       int64_t n_blocks, float* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      c[i * ldc + r] = q8_0_dot_lanes(static_cast<const uint8_t*>(w) + r * w_stride,
-                                      static_cast<const uint8_t*>(x) + i * x_stride, n_blocks);
+void gemm_q8_0_generic(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
+                       float* c, int64_t ldc) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const Q8Group grp{w + g * n_blocks * kQ8GroupBlockBytes, n_blocks};
+    for (int64_t i = 0; i < m; ++i) {
+      const Q8Act act{x + i * n_blocks * kQ8ActBlockBytes, n_blocks};
+      for (int r = 0; r < kQ8GroupRows && g * kQ8GroupRows + r < rows; ++r)
+        c[i * ldc + g * kQ8GroupRows + r] = q8_0_dot_packed(grp, r, act);
+    }
+  }
 }
 
 void gemm_q4_k_generic(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,

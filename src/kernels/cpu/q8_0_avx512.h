@@ -1,118 +1,133 @@
-// The Q8_0 dot products of q8_0_block.h on 512-bit vectors, included by kernels_avx512.cc (AVX-512BW)
-// and kernels_avx512_vnni.cc (AVX512_VNNI): the same code under each file's flags, `static`.
+// The Q8_0 matmul of q8_0_block.h on 512-bit vectors, included by kernels_avx512.cc (AVX-512BW) and
+// kernels_avx512_vnni.cc (AVX512_VNNI): the same code under each file's flags, `static`.
 //
-// One zmm holds one block of two weight rows (rows 2p and 2p + 1 in its 256-bit halves) against one
-// block of an activation row broadcast to both halves, so each half computes exactly the eight
-// int32 lane sums of the canonical order, and each float lane its own FMA chain over the blocks:
-// acc = fma(d_w * d_x, float(lane sum), acc), with d_w * d_x one float product per half. The halves
-// are reduced apart at the end (q8_0_hsum), so the bits are the generic path's.
+// One vector holds one packed line: four bytes of each of a group's 16 weight rows. Times four
+// bytes of an activation row broadcast to every lane, it adds four products to each row's block sum
+// (lane r = row r); eight lines make the block, then one float product and one FMA per lane
+// (q8_0_block.h's order). The weight vector is shared by MX activation rows and each broadcast by
+// NG groups: NG x MX integer and float accumulators.
 //
-// Lane sums, AVX512_VNNI: vpdpbusd takes unsigned x signed bytes, so the activation goes in offset
-// by 128 (x ^ 0x80 read as unsigned is x + 128) and the accumulator starts at -128 * (the sum of
-// w's four bytes of the lane), itself one vpdpbusd of 0x80 bytes against w: sum (x + 128) w -
-// 128 sum w = sum x w, every step exact in int32 (|.| < 2^17). Any int8 on either side.
-// AVX-512BW (no vpsignb on 512 bits): |w| (vpabsb; -128 becomes 128 unsigned) times x negated where
-// w < 0 (a masked subtract) by vpmaddubsw, then vpmaddwd against ones: exact int16 pair sums (|w|
-// <= 128, |x| <= 127) as in q8_0_simd.h; x must not be -128 (quantize_row_q8_0 never writes it).
+// Block sums, AVX512_VNNI: vpdpbusd of the stored weight bytes (q + 128, unsigned) and the activation
+// bytes (signed), from the activation block's correction -128 * sum x: sum (q + 128) x - 128 sum x =
+// sum q x, exact in int32. AVX-512BW (no vpsignb on 512 bits): the weights back to signed (^ 0x80),
+// |q| (vpabsb; -128 becomes 128 unsigned) times x negated where q < 0 (a masked subtract) by
+// vpmaddubsw, then vpmaddwd against ones: exact int16 pair sums (|q| <= 128, |x| <= 127), added.
 #pragma once
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "kernels/cpu/q8_0_block.h"
-#include "kernels/cpu/q8_0_simd.h"
-#include "kernels/cpu/quant_avx512.h"
+#include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
 
+#define LOCR_Q8Z_UNROLL _Pragma("GCC unroll 16")
+
 #if defined(__AVX512VNNI__)
-struct Q8Zw {
-  __m512i w, neg_corr;
+struct Q8ZLine {
+  __m512i u;
 };
-static inline __m512i q8_0_zmm_prep_x(__m512i x) {
-  return _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-static inline Q8Zw q8_0_zmm_prep_w(__m512i w) {
-  const __m512i corr = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), w);
-  return {w, _mm512_sub_epi32(_mm512_setzero_si512(), corr)};
-}
-static inline __m512i q8_0_zmm_lane_sums(const Q8Zw& w, __m512i xu) { return _mm512_dpbusd_epi32(w.neg_corr, xu, w.w); }
+static inline Q8ZLine q8z_line(const uint8_t* p) { return {_mm512_loadu_si512(p)}; }
+static inline __m512i q8z_init(const Q8Act& x, int64_t b) { return _mm512_set1_epi32(*x.corr(b)); }
+static inline __m512i q8z_acc(__m512i acc, const Q8ZLine& w, __m512i xb) { return _mm512_dpbusd_epi32(acc, w.u, xb); }
 #else
-struct Q8Zw {
-  __m512i abs_w;
+struct Q8ZLine {
+  __m512i abs_q;
   __mmask64 negative;
 };
-static inline __m512i q8_0_zmm_prep_x(__m512i x) { return x; }
-static inline Q8Zw q8_0_zmm_prep_w(__m512i w) { return {_mm512_abs_epi8(w), _mm512_movepi8_mask(w)}; }
-static inline __m512i q8_0_zmm_lane_sums(const Q8Zw& w, __m512i x) {
-  const __m512i signed_x = _mm512_mask_sub_epi8(x, w.negative, _mm512_setzero_si512(), x);
-  return _mm512_madd_epi16(_mm512_maddubs_epi16(w.abs_w, signed_x), _mm512_set1_epi16(1));
+static inline Q8ZLine q8z_line(const uint8_t* p) {
+  const __m512i q = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_set1_epi8(static_cast<char>(0x80)));
+  return {_mm512_abs_epi8(q), _mm512_movepi8_mask(q)};
+}
+static inline __m512i q8z_init(const Q8Act&, int64_t) { return _mm512_setzero_si512(); }
+static inline __m512i q8z_acc(__m512i acc, const Q8ZLine& w, __m512i xb) {
+  const __m512i signed_x = _mm512_mask_sub_epi8(xb, w.negative, _mm512_setzero_si512(), xb);
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w.abs_q, signed_x), _mm512_set1_epi16(1)));
 }
 #endif
 
-static inline __m256i q8_0_zmm_load256(const uint8_t* block) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-}
-
-// NR weight rows (NR even; the first `rows` of them are real, the last one repeated when `rows` is
-// odd) against MX activation rows: c[i * ldc + r] for r < rows, i < MX. dw, dx: the blocks' scales
-// as float, n_blocks per row (q8_0_gemm_zmm converts them once for all its tiles).
-template <int NR, int MX>
-static inline void q8_0_tile_zmm(const uint8_t* w, int64_t w_stride, int rows, const float* dw, const uint8_t* x,
-                                 int64_t x_stride, const float* dx, int64_t n_blocks, float* c, int64_t ldc) {
-  constexpr int NP = NR / 2;
-  static_assert(NR % 2 == 0, "rows in pairs");
-  const uint8_t* wr[NR];
-  const float* dwr[NR];
-  LOCR_QZ_UNROLL for (int r = 0; r < NR; ++r) {
-    const int rr = r < rows ? r : rows - 1;
-    wr[r] = w + rr * w_stride;
-    dwr[r] = dw + rr * n_blocks;
-  }
-  __m512 acc[NP][MX];
-  LOCR_QZ_UNROLL for (int p = 0; p < NP; ++p)
-    LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) acc[p][i] = _mm512_setzero_ps();
+// NG groups (from w, g_stride bytes apart) x MX activation rows (from x, x_row bytes apart):
+// c[i * ldc + 16 g + l] for the rows l < 16 of group g, all but the last group's rows >= last_rows.
+// With w_end set, the bytes after the tile up to w_end are prefetched as it goes (quant_tiles.h).
+template <int NG, int MX>
+static inline void q8_0_tile_zmm(const uint8_t* w, int64_t g_stride, const uint8_t* x, int64_t x_row,
+                                 int64_t n_blocks, float* c, int64_t ldc, int last_rows, const uint8_t* w_end) {
+  WeightStream<2> stream(w + NG * g_stride, w_end, NG * kQ8GroupBlockBytes);
+  Q8Group grp[NG];
+  Q8Act act[MX];
+  LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g) grp[g] = {w + g * g_stride, n_blocks};
+  LOCR_Q8Z_UNROLL for (int i = 0; i < MX; ++i) act[i] = {x + i * x_row, n_blocks};
+  __m512 acc[NG][MX];
+  LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g)
+    LOCR_Q8Z_UNROLL for (int i = 0; i < MX; ++i) acc[g][i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const int64_t off = b * kQ8BlockBytes;
-    __m512i xv[MX];
-    LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i)
-      xv[i] = q8_0_zmm_prep_x(_mm512_broadcast_i64x4(q8_0_zmm_load256(x + i * x_stride + off)));
-    LOCR_QZ_UNROLL for (int p = 0; p < NP; ++p) {
-      const __m256i w0 = q8_0_zmm_load256(wr[2 * p] + off), w1 = q8_0_zmm_load256(wr[2 * p + 1] + off);
-      const Q8Zw pw = q8_0_zmm_prep_w(_mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1));
-      const __m512 dwv = _mm512_insertf32x8(_mm512_set1_ps(dwr[2 * p][b]), _mm256_set1_ps(dwr[2 * p + 1][b]), 1);
-      LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i)
-        acc[p][i] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(dx[i * n_blocks + b])),
-                                    _mm512_cvtepi32_ps(q8_0_zmm_lane_sums(pw, xv[i])), acc[p][i]);
+    stream.block();
+    __m512i sum[NG][MX];
+    LOCR_Q8Z_UNROLL for (int i = 0; i < MX; ++i) {
+      const __m512i init = q8z_init(act[i], b);
+      LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g) sum[g][i] = init;
+    }
+    LOCR_Q8Z_UNROLL for (int j = 0; j < 8; ++j) {
+      Q8ZLine line[NG];
+      LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g) line[g] = q8z_line(grp[g].quants(b) + 64 * j);
+      LOCR_Q8Z_UNROLL for (int i = 0; i < MX; ++i) {
+        int32_t four;
+        std::memcpy(&four, act[i].quants(b) + 4 * j, 4);
+        const __m512i xb = _mm512_set1_epi32(four);
+        LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g) sum[g][i] = q8z_acc(sum[g][i], line[g], xb);
+      }
+    }
+    LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp[g].scales(b))));
+      LOCR_Q8Z_UNROLL for (int i = 0; i < MX; ++i)
+        acc[g][i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(act[i].scale(b))), _mm512_cvtepi32_ps(sum[g][i]),
+                                    acc[g][i]);
     }
   }
-  LOCR_QZ_UNROLL for (int p = 0; p < NP; ++p)
-    LOCR_QZ_UNROLL for (int i = 0; i < MX; ++i) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, acc[p][i]);
-      c[i * ldc + 2 * p] = q8_0_hsum(lanes);
-      if (2 * p + 1 < rows) c[i * ldc + 2 * p + 1] = q8_0_hsum(lanes + 8);
-    }
+  LOCR_Q8Z_UNROLL for (int g = 0; g < NG; ++g) {
+    const __mmask16 keep = g + 1 < NG || last_rows >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << last_rows) - 1);
+    LOCR_Q8Z_UNROLL for (int i = 0; i < MX; ++i) _mm512_mask_storeu_ps(c + i * ldc + 16 * g, keep, acc[g][i]);
+  }
 }
 
-// The kernel_table.h gemm_q8_0 entry: the scales converted once (every tile reads them many times),
-// then tiles of 8 weight rows x 4 activation rows (10 x 3, 16 x 2, 16 x 1), about sixteen
-// accumulators each. Up to 8 activation rows (the GEMV, a decode batch) go to the 256-bit kernel
-// (q8_0_simd.h), which streams the weights faster there: no scale pass, one weight row per vector,
-// the next tile prefetched (2.4x at 2 rows, 1.5x at 8 on Zen 4, docs/benchmarks.md); the same bits.
-static void q8_0_gemm_zmm(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                          int64_t n_blocks, float* c, int64_t ldc) {
-  if (m <= 8) return q8_0_gemm_simd(w, w_stride, n, x, x_stride, m, n_blocks, c, ldc);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(x);
-  float* dw = qz_scratch((n + m) * n_blocks);
-  float* dx = dw + n * n_blocks;
-  for (int64_t r = 0; r < n; ++r) qz_f16_strided(wb + r * w_stride, kQ8BlockBytes, n_blocks, dw + r * n_blocks);
-  for (int64_t i = 0; i < m; ++i) qz_f16_strided(xb + i * x_stride, kQ8BlockBytes, n_blocks, dx + i * n_blocks);
-  walk_quant_tiles_zmm<4, 32, 2, 16>(n, m, [&](auto nr, auto mx, int rows, int64_t r, int64_t i) {
-    q8_0_tile_zmm<decltype(nr)::value, decltype(mx)::value>(wb + r * w_stride, w_stride, rows, dw + r * n_blocks,
-                                                            xb + i * x_stride, x_stride, dx + i * n_blocks, n_blocks,
-                                                            c + i * ldc + r, ldc);
-  });
+// The kernel_table.h gemm_q8_0 entry: tiles of two groups (one left over) walked once, each against
+// every activation row in chunks of 4 (the last 1..3) while it is in cache, so the weights stream
+// from memory once (prefetched ahead by the first chunk); about sixteen float and sixteen integer
+// accumulators at most. The GEMV and two activation rows take groups four at a time.
+[[maybe_unused]] static void q8_0_gemm_zmm(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
+                                           int64_t n_blocks, float* c, int64_t ldc) {
+  const int64_t g_stride = n_blocks * kQ8GroupBlockBytes, x_row = n_blocks * kQ8ActBlockBytes;
+  const uint8_t* const w_end = w + groups * g_stride;
+  // The tiles of kNg groups from group g against every activation row.
+  const auto tiles = [&](auto ng, int64_t g) {
+    constexpr int kNg = decltype(ng)::value;
+    const int last_rows = static_cast<int>(std::min<int64_t>(16, rows - 16 * (g + kNg - 1)));
+    const uint8_t* wg = w + g * g_stride;
+    float* cg = c + 16 * g;
+    const auto run = [&](auto mx, int64_t i) {
+      q8_0_tile_zmm<kNg, decltype(mx)::value>(wg, g_stride, x + i * x_row, x_row, n_blocks, cg + i * ldc, ldc, last_rows,
+                                              i == 0 ? w_end : nullptr);
+    };
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) run(std::integral_constant<int, 4>{}, i);
+    if (m - i == 3) run(std::integral_constant<int, 3>{}, i);
+    if (m - i == 2) run(std::integral_constant<int, 2>{}, i);
+    if (m - i == 1) run(std::integral_constant<int, 1>{}, i);
+  };
+  const auto walk = [&](auto ng) {
+    constexpr int kNg = decltype(ng)::value;
+    int64_t g = 0;
+    for (; g + kNg <= groups; g += kNg) tiles(ng, g);
+    for (; g < groups; ++g) tiles(std::integral_constant<int, 1>{}, g);
+  };
+  if (m <= 2) {
+    walk(std::integral_constant<int, 4>{});
+  } else {
+    walk(std::integral_constant<int, 2>{});
+  }
 }
 
 }  // namespace locr::kernels::cpu

@@ -1,19 +1,18 @@
-// The Q8_0 dot products of q8_0_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2) and
+// The Q8_0 matmul of q8_0_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2) and
 // kernels_avx2_vnni.cc (AVX-VNNI): the same code under each file's flags (`static`, one copy per file).
-// q8_0_avx512.h runs it for single activation rows (the GEMV, where it is faster than 512 bits).
 //
-// Per block, the eight int32 lane sums (exact), then one FMA per lane. AVX2: |w| (vpsignb w, w:
-// -128 becomes 128 as an unsigned byte) times x with w's sign (vpsignb x, w) by vpmaddubsw gives
-// sixteen exact int16 pair sums (|w| <= 128, |x| <= 127: at most 32512, no saturation), vpmaddwd
-// against ones the eight lane sums; x must be an activation row from quantize_row_q8_0 (never -128:
-// vpsignb cannot negate it), w may hold any int8. AVX-VNNI: the same |w| and x with w's sign into
-// one vpdpbusd (unsigned x signed bytes, four products per int32 lane, exact) from zero. (An offset
-// of 128 on x with a correction term, as q8_0_avx512.h does, measured slower here: 62 against 75
-// GFLOP/s.) The activation side is prepared once per block (q8_0_prep_x) and the weight side once
-// per row (q8_0_prep_w), each shared by the other rows of the tile.
+// A packed line's halves (rows 0..7 and 8..15 of a group, four bytes each) times four activation
+// bytes broadcast to every lane add four products to each row's block sum; eight lines make the
+// block, then one float product and one FMA per lane (q8_0_block.h's order). Block sums, AVX2: the
+// weights back to signed (^ 0x80), |q| (vpsignb q, q: -128 becomes 128 unsigned) times x with q's
+// sign (vpsignb x, q) by vpmaddubsw (exact int16 pair sums, |q| <= 128, |x| <= 127: x must be an
+// activation from quantize_act_q8_0, never -128), vpmaddwd against ones, added. AVX-VNNI: vpdpbusd
+// of the stored unsigned weight bytes and x from the activation block's correction, as on 512 bits.
 #pragma once
 
 #include <immintrin.h>
+
+#include <type_traits>
 
 #include "kernels/cpu/q8_0_block.h"
 #include "kernels/cpu/quant_simd256.h"
@@ -21,86 +20,98 @@
 
 namespace locr::kernels::cpu {
 
+#define LOCR_Q8_UNROLL _Pragma("GCC unroll 8")
+
+// How far ahead of its reads a tile prefetches (into L1) when it streams the weights: 4 KB measured
+// best on Zen 4 among 1, 2, 4, 8 and 16 KB (the last into L2), level with the row-by-row kernel
+// this replaced at one activation row.
+constexpr int64_t kQ8YAhead = 4096;
+
 #if defined(LOCR_QY_VNNI)
-struct Q8W {
-  __m256i w, abs_w;
+struct Q8YLine {
+  __m256i u;
 };
-static inline __m256i q8_0_prep_x(__m256i x) { return x; }
-static inline Q8W q8_0_prep_w(__m256i w) { return {w, _mm256_sign_epi8(w, w)}; }
-static inline __m256i q8_0_lane_sums(const Q8W& w, __m256i x) {
-  return qy_dpbusd(_mm256_setzero_si256(), w.abs_w, _mm256_sign_epi8(x, w.w));
-}
+static inline Q8YLine q8y_line(const uint8_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+static inline __m256i q8y_init(const Q8Act& x, int64_t b) { return _mm256_set1_epi32(*x.corr(b)); }
+static inline __m256i q8y_acc(__m256i acc, const Q8YLine& w, __m256i xb) { return qy_dpbusd(acc, w.u, xb); }
 #else
-struct Q8W {
-  __m256i w, abs_w;
+struct Q8YLine {
+  __m256i q, abs_q;
 };
-static inline __m256i q8_0_prep_x(__m256i x) { return x; }
-static inline Q8W q8_0_prep_w(__m256i w) { return {w, _mm256_sign_epi8(w, w)}; }
-static inline __m256i q8_0_lane_sums(const Q8W& w, __m256i x) {
-  const __m256i p16 = _mm256_maddubs_epi16(w.abs_w, _mm256_sign_epi8(x, w.w));
-  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+static inline Q8YLine q8y_line(const uint8_t* p) {
+  const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                                     _mm256_set1_epi8(static_cast<char>(0x80)));
+  return {q, _mm256_sign_epi8(q, q)};
+}
+static inline __m256i q8y_init(const Q8Act&, int64_t) { return _mm256_setzero_si256(); }
+static inline __m256i q8y_acc(__m256i acc, const Q8YLine& w, __m256i xb) {
+  const __m256i p16 = _mm256_maddubs_epi16(w.abs_q, _mm256_sign_epi8(xb, w.q));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
 }
 #endif
 
-static inline float q8_0_reduce(__m256 acc) {
-  alignas(32) float a[8];
-  _mm256_store_ps(a, acc);
-  return q8_0_hsum(a);
-}
-
-// The block's f16 scale by F16C (exact, as core/dtype.h's f16_to_f32, without a call per block).
-static inline float q8_0_scale_f16c(const uint8_t* block) {
-  uint16_t h;
-  std::memcpy(&h, block, 2);
-  return _cvtsh_ss(h);
-}
-
-static inline __m256i q8_0_load(const uint8_t* block) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-}
-
-// NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
-// The accumulators must stay in registers: GCC keeps acc[NR][MX] on the stack unless the small
-// loops are unrolled.
-#define LOCR_Q8_UNROLL _Pragma("GCC unroll 8")
-
-template <int NR, int MX>
-static inline void q8_0_tile(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
-                             int64_t n_blocks, float* c, int64_t ldc,
-                             const uint8_t* w_end = nullptr) {
-  WeightStream stream(w + NR * w_stride, w_end, NR * kQ8BlockBytes);
-  __m256 acc[NR][MX];
-  LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r)
-    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) acc[r][i] = _mm256_setzero_ps();
+// One group (from w) x MX activation rows (from x, x_row bytes apart): c[i * ldc + l] for its rows
+// l < rows. With w_end set, the bytes from kQ8YAhead past its start up to w_end are prefetched as it
+// goes, one group's worth (the next tile then starts where this one stopped).
+template <int MX>
+static inline void q8_0_tile_ymm(const uint8_t* w, const uint8_t* x, int64_t x_row, int64_t n_blocks, float* c,
+                                 int64_t ldc, int rows, const uint8_t* w_end) {
+  WeightStream<3> stream(w + kQ8YAhead, w_end, kQ8GroupBlockBytes);
+  const Q8Group grp{w, n_blocks};
+  Q8Act act[MX];
+  LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) act[i] = {x + i * x_row, n_blocks};
+  __m256 acc[2][MX];
+  LOCR_Q8_UNROLL for (int h = 0; h < 2; ++h)
+    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) acc[h][i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     stream.block();
-    const int64_t off = b * kQ8BlockBytes;
-    __m256i xv[MX];
-    float dx[MX];
-    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) {
-      xv[i] = q8_0_prep_x(q8_0_load(x + i * x_stride + off));
-      dx[i] = q8_0_scale_f16c(x + i * x_stride + off);
+    __m256i sum[2][MX];
+    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) sum[0][i] = sum[1][i] = q8y_init(act[i], b);
+    const uint8_t* q = grp.quants(b);
+    LOCR_Q8_UNROLL for (int j = 0; j < 8; ++j) {
+      const Q8YLine lo = q8y_line(q + 64 * j), hi = q8y_line(q + 64 * j + 32);
+      LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) {
+        int32_t four;
+        std::memcpy(&four, act[i].quants(b) + 4 * j, 4);
+        const __m256i xb = _mm256_set1_epi32(four);
+        sum[0][i] = q8y_acc(sum[0][i], lo, xb);
+        sum[1][i] = q8y_acc(sum[1][i], hi, xb);
+      }
     }
-    LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r) {
-      const uint8_t* wb = w + r * w_stride + off;
-      const Q8W wv = q8_0_prep_w(q8_0_load(wb));
-      const float dw = q8_0_scale_f16c(wb);
+    LOCR_Q8_UNROLL for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(grp.scales(b) + 16 * h)));
       LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i)
-        acc[r][i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[i]), _mm256_cvtepi32_ps(q8_0_lane_sums(wv, xv[i])),
-                                    acc[r][i]);
+        acc[h][i] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(act[i].scale(b))), _mm256_cvtepi32_ps(sum[h][i]),
+                                    acc[h][i]);
     }
   }
-  LOCR_Q8_UNROLL for (int r = 0; r < NR; ++r)
-    LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) c[i * ldc + r] = q8_0_reduce(acc[r][i]);
+  LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) {
+    if (rows >= 16) {
+      _mm256_storeu_ps(c + i * ldc, acc[0][i]);
+      _mm256_storeu_ps(c + i * ldc + 8, acc[1][i]);
+    } else {
+      alignas(32) float lanes[16];
+      _mm256_store_ps(lanes, acc[0][i]);
+      _mm256_store_ps(lanes + 8, acc[1][i]);
+      for (int l = 0; l < rows; ++l) c[i * ldc + l] = lanes[l];
+    }
+  }
 }
 
-// The kernel_table.h gemm_q8_0 entry (tiling: quant_tiles.h).
-[[maybe_unused]] static void q8_0_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
-                           int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
-  walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
-                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct, const uint8_t* w_end) {
-                     q8_0_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc, w_end);
-                   });
+// The kernel_table.h gemm_q8_0 entry: each group against every activation row in pairs (one left
+// over) while it is in cache, so the weights stream from memory once, prefetched by the first pair.
+[[maybe_unused]] static void q8_0_gemm_simd(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
+                                            int64_t n_blocks, float* c, int64_t ldc) {
+  const int64_t g_stride = n_blocks * kQ8GroupBlockBytes, x_row = n_blocks * kQ8ActBlockBytes;
+  const uint8_t* const w_end = w + groups * g_stride;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int nr = static_cast<int>(rows - 16 * g < 16 ? rows - 16 * g : 16);
+    const uint8_t* wg = w + g * g_stride;
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2)
+      q8_0_tile_ymm<2>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
+    if (i < m) q8_0_tile_ymm<1>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
+  }
 }
 
 }  // namespace locr::kernels::cpu

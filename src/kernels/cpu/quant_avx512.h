@@ -1,4 +1,4 @@
-// What the 512-bit quantized matmul kernels (q8_0_avx512.h, q4_k_avx512.h, q6_k_avx512.h) share:
+// What the 512-bit K-quant matmul kernels (q4_k_avx512.h, q6_k_avx512.h) share:
 // the int16-pairs multiply-accumulate (vpdpwssd where the file is built with AVX512_VNNI, else
 // vpmaddwd + vpaddd: the same exact int32 lanes), horizontal sums of several int32 vectors, and
 // the walk over an n x m output in register tiles. Included by kernels_avx512.cc and
@@ -24,44 +24,6 @@ static inline float qz_f16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
-}
-
-// out[j] = the f16 at p + j * stride for j < n (exact): sixteen at a time by a gather of the 32-bit
-// words starting there (so 2 bytes past each f16 must be readable, as they are in a quant block).
-static inline void qz_f16_strided(const uint8_t* p, int64_t stride, int64_t n, float* out) {
-  const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                             _mm512_set1_epi32(static_cast<int>(stride)));
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    const __m512i words = _mm512_i32gather_epi32(offsets, p + j * stride, 1);
-    _mm512_storeu_ps(out + j, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words)));
-  }
-  for (; j < n; ++j) out[j] = qz_f16(p + j * stride);
-}
-
-// A per-thread float buffer of at least n elements, kept between calls (one per ISA file).
-namespace {
-struct QzScratch {
-  float* data = nullptr;
-  int64_t size = 0;
-  QzScratch() = default;
-  QzScratch(const QzScratch&) = delete;
-  QzScratch& operator=(const QzScratch&) = delete;
-  ~QzScratch() { delete[] data; }
-  float* get(int64_t n) {
-    if (n > size) {
-      delete[] data;
-      data = new float[static_cast<size_t>(n)];
-      size = n;
-    }
-    return data;
-  }
-};
-}  // namespace
-
-static inline float* qz_scratch(int64_t n) {
-  static thread_local QzScratch scratch;
-  return scratch.get(n);
 }
 
 // vpermw indices: int16 lane t (0..31) takes word first + t / run (a scale broadcast per run of lanes).

@@ -1,7 +1,7 @@
 // The threaded driver the quantized GEMMs share (quant_q8_0.cc, quant_q4_k.cc): the activation rows
-// quantized once into a per-thread buffer (in parallel when there are several), then tiles of 16
-// weight rows (a few tens of KB, cache-resident while up to 64 activation rows, themselves
-// L2-sized, stream past them) spread over the thread pool; with at most 64 activation rows, each
+// quantized once into a per-thread buffer (in parallel when there are several), then tiles of
+// tile_rows weight rows (16 or 64: tens of KB, cache-resident while up to 64 activation rows,
+// themselves L2-sized, stream past them) spread over the thread pool; with at most 64 activation rows, each
 // thread's chunk of rows in one call (the weights are read once: one run for the tile's prefetch).
 // Each output element is written by one tile call, so the result does not depend on the thread
 // count or the tiling.
@@ -21,7 +21,7 @@ namespace locr::kernels::cpu {
 //   (row stride `rows`), reading w with stride w_row and xq with stride x_row.
 template <class QuantizeAct, class Tile>
 void quantized_gemm(const uint8_t* w, int64_t rows, int64_t w_row, const float* x, int64_t cols, int64_t m,
-                    int64_t x_row, float* y, QuantizeAct quantize_act, Tile tile) {
+                    int64_t x_row, float* y, int64_t tile_rows, QuantizeAct quantize_act, Tile tile) {
   if (rows <= 0 || m <= 0) return;
   thread_local std::vector<uint8_t> xq;
   xq.resize(static_cast<size_t>(m * x_row));
@@ -34,7 +34,8 @@ void quantized_gemm(const uint8_t* w, int64_t rows, int64_t w_row, const float* 
       for (int64_t i = b; i < e; ++i) quantize_act(x + i * cols, xb + i * x_row);
     });
   }
-  constexpr int64_t kRows = 16, kActRows = 64;
+  const int64_t kRows = tile_rows;
+  constexpr int64_t kActRows = 64;
   pool.parallel_for((rows + kRows - 1) / kRows, 1, [&](int64_t b, int64_t e, int) {
     if (m <= kActRows) {  // one pass over the chunk's rows: a GEMV's weights stream as one run
       const int64_t r0 = b * kRows;

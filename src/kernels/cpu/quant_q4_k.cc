@@ -191,7 +191,7 @@ void gemm_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const floa
   const cpu::KernelTable* t = cpu_kernel_table(isa);
   const int64_t n_blocks = cols / kQ4KBlock, w_row = n_blocks * kQ4KBlockBytes, x_row = n_blocks * kQ8KBlockBytes;
   cpu::quantized_gemm(
-      static_cast<const uint8_t*>(w), rows, w_row, x, cols, m, x_row, y,
+      static_cast<const uint8_t*>(w), rows, w_row, x, cols, m, x_row, y, /*tile_rows=*/16,
       [&](const float* xr, uint8_t* out) { quantize_row_q8_K(xr, out, cols); },
       [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
         t->gemm_q4_k(wt, w_row, nr, xt, x_row, mr, n_blocks, yt, rows);

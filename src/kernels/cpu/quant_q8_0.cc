@@ -2,21 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/q8_0_block.h"
 #include "kernels/cpu/quant_gemm.h"
 
 namespace locr::kernels {
 
 namespace {
 
-constexpr int64_t kBlock = 32, kBlockBytes = 34;
+using cpu::kQ8ActBlockBytes;
+using cpu::kQ8Block;
+using cpu::kQ8BlockBytes;
+using cpu::kQ8GroupBlockBytes;
+using cpu::kQ8GroupRows;
 
 void check_multiple(int64_t n, const char* what) {
-  if (n % kBlock != 0) fail(ErrorKind::kInvalidArgument, what, ": ", n, " elements is not a whole number of Q8_0 blocks (32)");
+  if (n % kQ8Block != 0) fail(ErrorKind::kInvalidArgument, what, ": ", n, " elements is not a whole number of Q8_0 blocks (32)");
 }
 
 // std::round (halves away from zero, as llama.cpp's roundf) without the libm call: v - trunc(v) is
@@ -28,44 +37,127 @@ inline int round_half_away(float v) {
   return i + static_cast<int>(f >= 0.5f) - static_cast<int>(f <= -0.5f);
 }
 
+// One block of llama.cpp's quantize_row_q8_0: the f16 scale, and the 32 quants into q.
+uint16_t quantize_block(const float* x, int8_t* q) {
+  float amax = 0;
+  for (int j = 0; j < kQ8Block; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQ8Block; ++j) q[j] = static_cast<int8_t>(round_half_away(x[j] * id));
+  return f32_to_f16(d);
+}
+
+// The activation row of q8_0_block.h (Q8Act) from quants and f16 scales, n_blocks blocks.
+template <class Block>
+void write_act(int64_t n_blocks, uint8_t* out, Block block) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    auto* q = reinterpret_cast<int8_t*>(out + 32 * b);
+    const uint16_t h = block(b, q);
+    const float d = f16_to_f32(h);
+    int32_t sum = 0;
+    for (int j = 0; j < kQ8Block; ++j) sum += q[j];
+    const int32_t corr = -128 * sum;
+    std::memcpy(out + 32 * n_blocks + 4 * b, &d, 4);
+    std::memcpy(out + 36 * n_blocks + 4 * b, &corr, 4);
+  }
+}
+
+// quantize_row_q8_0's values in the kernels' activation layout (n_blocks * 40 bytes).
+void quantize_act_q8_0(const float* x, uint8_t* out, int64_t n) {
+  write_act(n / kQ8Block, out, [&](int64_t b, int8_t* q) { return quantize_block(x + b * kQ8Block, q); });
+}
+
+// Groups g0..g1 of the packed matrix from GGUF rows.
+void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, int64_t g1, uint8_t* out) {
+  const int64_t row_bytes = n_blocks * kQ8BlockBytes, g_stride = n_blocks * kQ8GroupBlockBytes;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* dst = out + g * g_stride;
+    std::memset(dst, 0, static_cast<size_t>(32 * n_blocks));  // pad rows: scale 0
+    std::memset(dst + 32 * n_blocks, 0x80, static_cast<size_t>(512 * n_blocks));  // and quants 0
+    for (int r = 0; r < kQ8GroupRows && g * kQ8GroupRows + r < rows; ++r) {
+      const uint8_t* src = w + (g * kQ8GroupRows + r) * row_bytes;
+      for (int64_t b = 0; b < n_blocks; ++b, src += kQ8BlockBytes) {
+        std::memcpy(dst + 32 * b + 2 * r, src, 2);
+        uint8_t* q = dst + 32 * n_blocks + 512 * b + 4 * r;
+        for (int k = 0; k < kQ8Block; ++k) q[(k / 4) * 64 + k % 4] = src[2 + k] ^ 0x80;
+      }
+    }
+  }
+}
+
+int64_t groups_of(int64_t rows) { return (rows + kQ8GroupRows - 1) / kQ8GroupRows; }
+
 }  // namespace
 
 void quantize_row_q8_0(const float* x, void* y, int64_t n) {
   check_multiple(n, "quantize_row_q8_0");
   auto* out = static_cast<uint8_t*>(y);
-  for (int64_t b = 0; b < n / kBlock; ++b, x += kBlock, out += kBlockBytes) {
-    float amax = 0;
-    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    const uint16_t h = f32_to_f16(d);
+  for (int64_t b = 0; b < n / kQ8Block; ++b, x += kQ8Block, out += kQ8BlockBytes) {
+    const uint16_t h = quantize_block(x, reinterpret_cast<int8_t*>(out + 2));
     std::memcpy(out, &h, 2);
-    for (int j = 0; j < kBlock; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(round_half_away(x[j] * id)));
   }
 }
 
-float dot_q8_0(CpuIsa isa, const void* w, const void* x, int64_t n) {
-  check_multiple(n, "dot_q8_0");
-  float y = 0;
-  cpu_kernel_table(isa)->gemm_q8_0(w, 0, 1, x, 0, 1, n / kBlock, &y, 1);
-  return y;
+void Q8_0Packed::Free::operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+
+Q8_0Packed::Q8_0Packed(int64_t rows, int64_t cols)
+    : rows_(rows),
+      cols_(cols),
+      data_(static_cast<uint8_t*>(::operator new[](
+          static_cast<size_t>(std::max<int64_t>(1, groups_of(rows) * cols / kQ8Block * kQ8GroupBlockBytes)),
+          std::align_val_t{64}))) {}
+
+std::unique_ptr<Q8_0Packed> pack_q8_0(const void* w, int64_t rows, int64_t cols) {
+  check_multiple(cols, "pack_q8_0");
+  auto p = std::make_unique<Q8_0Packed>(rows, cols);
+  const int64_t n_blocks = cols / kQ8Block;
+  ThreadPool::global().parallel_for(groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
+    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
+  });
+  return p;
+}
+
+void gemm_q8_0(CpuIsa isa, const Q8_0Packed& w, const float* x, int64_t m, float* y) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  if (rows <= 0 || m <= 0) return;
+  const cpu::KernelTable* t = cpu_kernel_table(isa);
+  const int64_t n_blocks = cols / kQ8Block;
+  // quantized_gemm hands out whole groups: row r0 (a multiple of 16, of 64 past 64 activation rows:
+  // four groups per tile call, each line shared by more rows) of the packed matrix starts
+  // r0 * n_blocks * 34 bytes in, as a GGUF row would.
+  cpu::quantized_gemm(
+      w.data(), rows, n_blocks * kQ8BlockBytes, x, cols, m, n_blocks * kQ8ActBlockBytes, y, /*tile_rows=*/64,
+      [&](const float* xr, uint8_t* out) { quantize_act_q8_0(xr, out, cols); },
+      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
+        t->gemm_q8_0(wt, groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
+      });
 }
 
 void gemm_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
   check_multiple(cols, "gemm_q8_0");
   if (rows <= 0 || m <= 0) return;
-  const cpu::KernelTable* t = cpu_kernel_table(isa);
-  const int64_t n_blocks = cols / kBlock, row_bytes = n_blocks * kBlockBytes;
-  cpu::quantized_gemm(
-      static_cast<const uint8_t*>(w), rows, row_bytes, x, cols, m, row_bytes, y,
-      [&](const float* xr, uint8_t* out) { quantize_row_q8_0(xr, out, cols); },
-      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
-        t->gemm_q8_0(wt, row_bytes, nr, xt, row_bytes, mr, n_blocks, yt, rows);
-      });
+  gemm_q8_0(isa, *pack_q8_0(w, rows, cols), x, m, y);
 }
 
 void gemv_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y) {
   gemm_q8_0(isa, w, rows, cols, x, 1, y);
+}
+
+float dot_q8_0(CpuIsa isa, const void* w, const void* x, int64_t n) {
+  check_multiple(n, "dot_q8_0");
+  const int64_t n_blocks = n / kQ8Block;
+  const auto packed = pack_q8_0(w, 1, n);
+  std::vector<uint8_t> act(static_cast<size_t>(n_blocks * kQ8ActBlockBytes));
+  const auto* xb = static_cast<const uint8_t*>(x);
+  write_act(n_blocks, act.data(), [&](int64_t b, int8_t* q) {
+    std::memcpy(q, xb + b * kQ8BlockBytes + 2, kQ8Block);
+    uint16_t h;
+    std::memcpy(&h, xb + b * kQ8BlockBytes, 2);
+    return h;
+  });
+  float y = 0;
+  cpu_kernel_table(isa)->gemm_q8_0(packed->data(), 1, 1, act.data(), 1, n_blocks, &y, 1);
+  return y;
 }
 
 }  // namespace locr::kernels

@@ -2,33 +2,57 @@
 // of io/gguf.h), multiplied as llama.cpp does, by quantizing the activations to Q8_0 too and taking
 // exact integer dot products per block (int8 x int8 -> int32), scaled and summed in float.
 //
-// Every ISA path (generic, avx2, avx512, avx512-bf16) returns the same bits for the same inputs
-// (kernel_table.h gemm_q8_0, q8_0_block.h). The reference is io::dequantize_row: a Q8_0 dot product equals the
-// float dot product of the two dequantized rows up to float rounding.
+// The weights are repacked once (pack_q8_0: the same bytes, in groups of 16 rows, q8_0_block.h) so
+// that one vector holds 16 rows and the float work is one FMA per block for 16 rows. Every ISA path
+// (generic, avx2, avx2-vnni, avx512, avx512-vnni) returns the same bits for the same inputs
+// (q8_0_block.h's canonical order). The reference is io::dequantize_row: a Q8_0 dot product equals
+// the float dot product of the two dequantized rows up to float rounding.
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "kernels/cpu/cpu_ops.h"
 
 namespace locr::kernels {
 
 // llama.cpp's quantize_row_q8_0 (its scalar reference): per block of 32, d = max|x| / 127, q =
-// round(x / d) (halves away from zero), d stored as f16. n is a multiple of 32.
+// round(x / d) (halves away from zero), d stored as f16. n is a multiple of 32. GGUF's layout.
 void quantize_row_q8_0(const float* x, void* y, int64_t n);
 
-// The dot product of a Q8_0 weight row w (any int8) and an activation row x written by
-// quantize_row_q8_0 (never -128), n elements (a multiple of 32), in q8_0_block.h's canonical order.
-float dot_q8_0(CpuIsa isa, const void* w, const void* x, int64_t n);
+// Q8_0 weights in the kernels' layout (q8_0_block.h), made from GGUF rows by pack_q8_0.
+class Q8_0Packed {
+ public:
+  Q8_0Packed(int64_t rows, int64_t cols);
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const uint8_t* data() const { return data_.get(); }
+  uint8_t* data() { return data_.get(); }
 
-// y[i * rows + r] = W[r] . x[i] for the m activation rows x (each `cols` floats) and the `rows`
-// Q8_0 rows of W (each 34 * cols / 32 bytes): x is quantized to Q8_0 row by row, then every
-// element is one canonical dot product, so a row of y does not depend on m (batch invariance) nor
-// on the ISA path. Split over ThreadPool::global() by blocks of weight rows.
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  int64_t rows_, cols_;
+  std::unique_ptr<uint8_t, Free> data_;  // 64-byte aligned, whole groups of 16 rows
+};
+
+// The rows x cols Q8_0 matrix w (GGUF rows of 34 * cols / 32 bytes) packed, over the thread pool.
+std::unique_ptr<Q8_0Packed> pack_q8_0(const void* w, int64_t rows, int64_t cols);
+
+// y[i * rows + r] = W[r] . x[i] for the m activation rows x (each `cols` floats): x is quantized
+// to Q8_0 row by row (quantize_row_q8_0's values), then every element is one canonical dot
+// product, so a row of y does not depend on m (batch invariance) nor on the ISA path. Split over
+// ThreadPool::global() by groups of weight rows.
+void gemm_q8_0(CpuIsa isa, const Q8_0Packed& w, const float* x, int64_t m, float* y);
+
+// The same on GGUF rows, packed for this one call (tests and one-off products; a model packs its
+// weights once, CpuOps::prepare).
 void gemm_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y);
-
-// gemm_q8_0 with one activation row.
 void gemv_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y);
+
+// The canonical dot product of a GGUF Q8_0 weight row w (any int8) and an activation row x written
+// by quantize_row_q8_0 (never -128), n elements (a multiple of 32).
+float dot_q8_0(CpuIsa isa, const void* w, const void* x, int64_t n);
 
 }  // namespace locr::kernels

@@ -20,6 +20,8 @@ namespace locr::kernels::cpu {
 // NR rows and n_blocks blocks per row calls it once per block with per_block = NR * block bytes, so
 // the next tile is in cache when it starts. A null `end` (a GEMM tile) prefetches nothing. Only a
 // hint: it changes no result.
+// Locality: __builtin_prefetch's hint (3: into L1; 2: into L2, for a next tile larger than L1).
+template <int Locality = 3>
 class WeightStream {
  public:
   WeightStream(const uint8_t* from, const uint8_t* end, int64_t per_block)
@@ -28,7 +30,7 @@ class WeightStream {
     if (!end_) return;
     target_ += per_block_;
     const uint8_t* to = target_ < end_ ? target_ : end_;
-    for (; line_ < to; line_ += 64) __builtin_prefetch(line_, 0, 3);
+    for (; line_ < to; line_ += 64) __builtin_prefetch(line_, 0, Locality);
   }
 
  private:
