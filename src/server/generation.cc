@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <system_error>
 
 #include "core/log.h"
 #include "runtime/text_layer_drafter.h"
@@ -102,7 +103,20 @@ Generation::Generation(ServerContext& ctx, const GenParams& params, std::vector<
   }
   results_.resize(choices_.size());
   while (next_prompt_ < prompts_.size() && (max_in_flight_ == 0 || in_flight_ < max_in_flight_)) submit(next_prompt_++);
+  load_ahead();
   ctx_.add_active(this);
+}
+
+void Generation::load_ahead() {
+  if (max_in_flight_ == 0 || cancelled_ || ahead_.valid() || next_prompt_ >= prompts_.size() ||
+      !prompts_[next_prompt_].load_images)
+    return;
+  ahead_prompt_ = next_prompt_;
+  try {
+    ahead_ = std::async(std::launch::async, prompts_[next_prompt_].load_images);
+  } catch (const std::system_error& e) {  // no thread to be had: submit() renders it when its turn comes
+    LOCR_DEBUG("generation: cannot render prompt ", next_prompt_, " ahead: ", e.what());
+  }
 }
 
 void Generation::submit(size_t i) {
@@ -110,7 +124,13 @@ void Generation::submit(size_t i) {
   PreparedPrompt& pp = prompts_[i];
   if (pp.load_images) {
     try {
-      pp.images = pp.load_images();
+      if (ahead_.valid() && ahead_prompt_ == i) {
+        auto ahead = std::move(ahead_);  // ahead_ is free again whatever get() throws
+        pp.images = ahead.get();
+        ctx_.metrics().ocr_pages_loaded_ahead.fetch_add(1);
+      } else {
+        pp.images = pp.load_images();
+      }
     } catch (const std::exception& e) {
       for (int j = 0; j < n_; ++j) results_[i * n_ + j].error = e.what();
       return;  // no streams: top_up() finishes these choices with "error"
@@ -178,7 +198,10 @@ void Generation::top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& tou
         finish(*c, deltas[c->index], failed ? runtime::FinishReason::kError : runtime::FinishReason::kAbort, nullptr);
         touched[c->index] = 1;
       }
-    if (cancelled_ || next_prompt_ >= prompts_.size() || (max_in_flight_ > 0 && in_flight_ >= max_in_flight_)) return;
+    if (cancelled_ || next_prompt_ >= prompts_.size() || (max_in_flight_ > 0 && in_flight_ >= max_in_flight_)) {
+      load_ahead();
+      return;
+    }
     submit(next_prompt_++);
   }
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +30,9 @@ struct PreparedPrompt {
   std::vector<int32_t> ids;                    // image tokens expanded
   std::vector<model::ProcessedImage> images;
   std::string echo_text;                       // completions with echo: the prompt text
-  // When set, called (on the polling thread) just before the prompt goes to the engine to fill
-  // `images`: /v1/ocr renders a page only when the engine is about to take it. `ids` must
+  // When set, called to fill `images` just before the prompt goes to the engine, or for the next
+  // prompt beyond a Generation's in-flight limit ahead of time on a thread of its own, so that it
+  // is ready when a slot frees (/v1/ocr renders a page then, not all pages at once). `ids` must
   // already be final. A throw fails only this prompt's choices (finish_reason "error").
   std::function<std::vector<model::ProcessedImage>()> load_images;
   // When set, called with load_images when the request speculates with the text-layer method: the
@@ -128,6 +130,9 @@ class Generation {
  private:
   struct Choice;
   void submit(size_t prompt);
+  // With an in-flight limit: starts load_images of the next prompt not yet submitted on a thread
+  // of its own (one prompt ahead at most), for submit() to take.
+  void load_ahead();
   // Prompt `prompt`'s request as the server's RequestPath builds it, with this request's values.
   runtime::DecodeParams decode_params(size_t prompt) const;
   void top_up(std::vector<ChoiceDelta>& deltas, std::vector<char>& touched);
@@ -150,6 +155,8 @@ class Generation {
   int in_flight_ = 0;                   // submitted prompts with unfinished choices
   int max_in_flight_ = 0;               // 0: no limit
   std::atomic<bool> cancelled_{false};
+  std::future<std::vector<model::ProcessedImage>> ahead_;  // load_images of prompt ahead_prompt_, running
+  size_t ahead_prompt_ = 0;
 };
 
 }  // namespace locr::server

@@ -276,10 +276,11 @@ PreparedOcr prepare_ocr(ServerContext& ctx, OcrRequest in) {
       return out;
     };
   }
-  // What the request holds while it runs: the pages in flight at the model's size, plus each
-  // selected page's prompt and results.
+  // What the request holds while it runs: the pages in flight at the model's size and the one
+  // rendered ahead of them (Generation::load_ahead), plus each selected page's prompt and results.
   const int64_t budget_bytes = ctx.opts().max_ocr_request_bytes;
-  const int64_t need = held_bytes + std::min<int64_t>(in_flight, static_cast<int64_t>(selected.size())) * largest_page;
+  const int64_t need =
+      held_bytes + std::min<int64_t>(int64_t{in_flight} + 1, static_cast<int64_t>(selected.size())) * largest_page;
   if (need > budget_bytes)
     bad_request(str("this document needs about ", need >> 20, " MiB to process (", selected.size(),
                     " page(s)), more than this server allows one /v1/ocr request (--max-ocr-request-bytes ",

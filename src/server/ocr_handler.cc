@@ -4,8 +4,9 @@
 // JSON body whose `document` is base64 or a data: URL. Each selected page becomes the recommended
 // image-only OCR prompt, its length known from the page's size before anything is rendered; the
 // pages form one Generation (one engine request per page) that keeps --ocr-pages-in-flight of them
-// in the engine at a time, rendering the next page (on the HTTP thread, under the decode budget,
-// shrunk to the model's size at once and held as 8-bit RGB) only as an earlier one finishes. The
+// in the engine at a time and renders the next page ahead on a thread of its own (under the decode
+// budget, shrunk to the model's size at once and held as 8-bit RGB), submitted as an earlier one
+// finishes; one page ahead at most. The
 // response is one JSON object, or with `stream: true` one SSE event per page (in page order or as
 // pages complete), then a summary event and `data: [DONE]`; with `progress: true` also progress
 // events (tokens per running page) at most every kProgressInterval. With `include_page_image`

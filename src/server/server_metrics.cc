@@ -52,6 +52,9 @@ std::string ServerMetrics::render(const std::string& model_name) const {
          double(disconnects.load()));
   scalar("counter", "locr:stop_string_finishes_total", "Choices finished by a stop string.",
          double(stop_string_finishes.load()));
+  scalar("counter", "locr:ocr_pages_rendered_ahead_total",
+         "Document pages (/v1/ocr, /v1/ocr/jobs) rendered on a thread of their own while earlier pages ran.",
+         double(ocr_pages_loaded_ahead.load()));
   scalar("counter", "locr:requests_rejected_draining_total", "Requests refused with 503 while the server drains.",
          double(rejected_while_draining.load()));
   scalar("counter", "locr:requests_rejected_queue_full_total",

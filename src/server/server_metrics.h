@@ -28,6 +28,7 @@ class ServerMetrics {
   std::atomic<int64_t> in_flight{0};
   std::atomic<uint64_t> disconnects{0};
   std::atomic<uint64_t> stop_string_finishes{0};
+  std::atomic<uint64_t> ocr_pages_loaded_ahead{0};  // document pages rendered while earlier ones ran
   std::atomic<uint64_t> rejected_while_draining{0};
   std::atomic<uint64_t> rejected_queue_full{0};  // 503 past --max-queue-wait-s
 

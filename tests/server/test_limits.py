@@ -239,7 +239,8 @@ def test_ocr_pdf_memory_is_bounded(srv):
 
 
 def test_ocr_memory_budget():
-    s = Server("--served-model-name", NAME, "--max-ocr-request-bytes", "8MiB", "--ocr-pages-in-flight", "2")
+    # 2 pages in flight and 1 rendered ahead of them (about 3 MB each at this size) fit 12 MiB.
+    s = Server("--served-model-name", NAME, "--max-ocr-request-bytes", "12MiB", "--ocr-pages-in-flight", "2")
     try:
         r = ocr(s, many_page_tiff(600, 1000, 1000), pages="1-200")
         assert r.status_code == 400, r.text
@@ -247,6 +248,26 @@ def test_ocr_memory_budget():
         r = ocr(s, many_page_tiff(5, 1000, 1000))
         assert r.status_code == 200, r.text
         assert [p["page"] for p in r.json()["pages"]] == [1, 2, 3, 4, 5]
+    finally:
+        s.stop()
+
+
+def test_ocr_renders_the_next_page_ahead_of_the_pages_in_flight():
+    # One page in the engine at a time: every page after the first was rendered on its own thread
+    # while the one before it ran, and handed over when that one finished (order and counts fixed,
+    # whatever the timing).
+    s = Server("--served-model-name", NAME, "--ocr-pages-in-flight", "1")
+    try:
+        r = ocr(s, many_page_tiff(4, 600, 800), max_tokens=4)
+        assert r.status_code == 200, r.text
+        assert [p["page"] for p in r.json()["pages"]] == [1, 2, 3, 4]
+        assert all(p["finish_reason"] != "error" for p in r.json()["pages"]), r.text
+        assert s.metrics()["locr:ocr_pages_rendered_ahead_total"] == 3
+        # A second document of 3 pages: 2 more.
+        r = s.post("/v1/ocr", {"model": NAME, "document": base64.b64encode(many_page_tiff(3, 600, 800)).decode(),
+                               "max_tokens": 1}, timeout=300)
+        assert r.status_code == 200, r.text
+        assert s.metrics()["locr:ocr_pages_rendered_ahead_total"] == 3 + 2
     finally:
         s.stop()
 
