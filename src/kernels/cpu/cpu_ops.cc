@@ -49,13 +49,13 @@ struct PackedWeight {
   size_t bytes = 0;
 };
 
-// The deleter's type marks a `Matrix::packed` as ours (std::get_deleter), whatever other backends
-// attach there.
 // The deleter that marks a Matrix::packed as this backend's Q8_0 layout (quant_q8_0.h).
 struct Q8PackedDeleter {
   void operator()(Q8_0Packed* p) const { delete p; }
 };
 
+// The deleter's type marks a `Matrix::packed` as ours (std::get_deleter), whatever other backends
+// attach there.
 struct PackedDeleter {
   void operator()(void* p) const {
     auto* pw = static_cast<PackedWeight*>(p);
@@ -209,7 +209,8 @@ class CpuOps final : public Ops {
 
   void prepare(Matrix& w) override {
     if (w.dtype == DType::kQ8_0) {
-      if (own_q8_0(w) == nullptr) w.packed = std::shared_ptr<Q8_0Packed>(pack_q8_0(w.data, w.rows, w.cols).release(), Q8PackedDeleter{});
+      if (own_q8_0(w) == nullptr)
+        w.packed = std::shared_ptr<Q8_0Packed>(pack_q8_0(w.data, w.rows, w.cols).release(), Q8PackedDeleter{});
       return;
     }
     if (w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K) return;  // used as stored (quant_q4_k.h, quant_q6_k.h)

@@ -1,8 +1,9 @@
 // The threaded driver the quantized GEMMs share (quant_q8_0.cc, quant_q4_k.cc): the activation rows
 // quantized once into a per-thread buffer (in parallel when there are several), then tiles of
 // tile_rows weight rows (16 or 64: tens of KB, cache-resident while up to 64 activation rows,
-// themselves L2-sized, stream past them) spread over the thread pool; with at most 64 activation rows, each
-// thread's chunk of rows in one call (the weights are read once: one run for the tile's prefetch).
+// themselves L2-sized, stream past them) spread over the thread pool; with at most 64 activation
+// rows, each thread's chunk of rows in one call (the weights are read once: one run for the tile's
+// prefetch).
 // Each output element is written by one tile call, so the result does not depend on the thread
 // count or the tiling.
 #pragma once
