@@ -95,8 +95,8 @@ static inline void q8_0_tile_zmm(const uint8_t* w, int64_t g_stride, const uint8
 
 // The kernel_table.h gemm_q8_0 entry: tiles of two groups (one left over) walked once, each against
 // every activation row in chunks of 4 (the last 1..3) while it is in cache, so the weights stream
-// from memory once (prefetched ahead by the first chunk); about sixteen float and sixteen integer
-// accumulators at most. The GEMV and two activation rows take groups four at a time.
+// from memory once (prefetched ahead by the first chunk); eight float and eight integer accumulators
+// at most. The GEMV and two activation rows take groups four at a time.
 [[maybe_unused]] static void q8_0_gemm_zmm(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
                                            int64_t n_blocks, float* c, int64_t ldc) {
   const int64_t g_stride = n_blocks * kQ8GroupBlockBytes, x_row = n_blocks * kQ8ActBlockBytes;
