@@ -22,10 +22,8 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
-#include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/q6_k_block.h"
-#include "kernels/cpu/quant_q6_k.h"
-#include "kernels/cpu/quant_q8_0.h"
+#include "kernels/cpu/quant_matmul.h"
 
 namespace locr::kernels {
 
@@ -47,11 +45,6 @@ struct PackedWeight {
   int64_t n = 0, k = 0, k_pad = 0, panels = 0;
   void* data = nullptr;
   size_t bytes = 0;
-};
-
-// The deleter that marks a Matrix::packed as this backend's Q8_0 layout (quant_q8_0.h).
-struct Q8PackedDeleter {
-  void operator()(Q8_0Packed* p) const { delete p; }
 };
 
 // The deleter's type marks a `Matrix::packed` as ours (std::get_deleter), whatever other backends
@@ -200,20 +193,8 @@ class CpuOps final : public Ops {
     return pw;
   }
 
-  // Q8_0 weights repacked once into groups of 16 rows (quant_q8_0.h); null when w is not one.
-  static const Q8_0Packed* own_q8_0(const Matrix& w) {
-    if (w.dtype != DType::kQ8_0 || !w.packed || std::get_deleter<Q8PackedDeleter>(w.packed) == nullptr) return nullptr;
-    const auto* p = static_cast<const Q8_0Packed*>(w.packed.get());
-    return p->rows() == w.rows && p->cols() == w.cols ? p : nullptr;
-  }
-
   void prepare(Matrix& w) override {
-    if (w.dtype == DType::kQ8_0) {
-      if (own_q8_0(w) == nullptr)
-        w.packed = std::shared_ptr<Q8_0Packed>(pack_q8_0(w.data, w.rows, w.cols).release(), Q8PackedDeleter{});
-      return;
-    }
-    if (w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K) return;  // used as stored (quant_q4_k.h, quant_q6_k.h)
+    if (is_quantized_weight(w.dtype)) return prepare_quantized_weight(w);  // quant_matmul.h
     if (own_packed(w) != nullptr) return;
     w.packed = pack_weight(w, format_for(w.dtype), t_->nr);
   }
@@ -241,7 +222,7 @@ class CpuOps final : public Ops {
  private:
   void run_matmul(const View& xv, const Matrix& w, const View& yv) override {
     const int64_t M = xv.rows;
-    if (w.dtype == DType::kQ8_0 || w.dtype == DType::kQ4_K || w.dtype == DType::kQ6_K) {
+    if (is_quantized_weight(w.dtype)) {
       // The quantized GEMMs take contiguous rows: strided views go through scratch copies.
       const float* x = xv.f32();
       if (!xv.contiguous()) {
@@ -250,15 +231,7 @@ class CpuOps final : public Ops {
         x = c;
       }
       float* y = yv.contiguous() ? yv.f32() : static_cast<float*>(scratch_slot(2).get(static_cast<size_t>(yv.numel()) * 4));
-      if (w.dtype == DType::kQ8_0) {
-        if (const Q8_0Packed* p = own_q8_0(w)) {
-          gemm_q8_0(isa_, *p, x, M, y);
-        } else {
-          gemm_q8_0(isa_, w.data, w.rows, w.cols, x, M, y);  // packs on every call: prepare() once at load
-        }
-      }
-      if (w.dtype == DType::kQ4_K) gemm_q4_K(isa_, w.data, w.rows, w.cols, x, M, y);
-      if (w.dtype == DType::kQ6_K) gemm_q6_K(isa_, w.data, w.rows, w.cols, x, M, y);
+      quantized_matmul(isa_, w, x, M, y);
       if (!yv.contiguous())
         for (int64_t r = 0; r < M; ++r) std::memcpy(yv.f32() + r * yv.stride, y + r * yv.cols, yv.cols * 4);
       return;

@@ -112,9 +112,11 @@ static inline void q8_0_tile_zmm(const uint8_t* w, int64_t g_stride, const uint8
                                               i == 0 ? w_end : nullptr);
     };
     int64_t i = 0;
-    for (; i + 4 <= m; i += 4) run(std::integral_constant<int, 4>{}, i);
-    if (m - i == 3) run(std::integral_constant<int, 3>{}, i);
-    if (m - i == 2) run(std::integral_constant<int, 2>{}, i);
+    if constexpr (kNg <= 2) {  // four groups take activation rows in pairs (eight accumulators each way)
+      for (; i + 4 <= m; i += 4) run(std::integral_constant<int, 4>{}, i);
+      if (m - i == 3) run(std::integral_constant<int, 3>{}, i);
+    }
+    for (; i + 2 <= m; i += 2) run(std::integral_constant<int, 2>{}, i);
     if (m - i == 1) run(std::integral_constant<int, 1>{}, i);
   };
   const auto walk = [&](auto ng) {

@@ -1,0 +1,24 @@
+// The CPU backend's matmuls on GGUF-quantized weights (Q8_0, Q4_K, Q6_K): what CpuOps does to them
+// at load and the product itself (quant_q8_0.h, quant_q4_k.h, quant_q6_k.h).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/ops.h"
+
+namespace locr::kernels {
+
+// Q8_0, Q4_K or Q6_K: the dtypes these matmuls take.
+bool is_quantized_weight(DType t);
+
+// Q8_0 is repacked once into Matrix::packed (quant_q8_0.h) unless it already holds that layout;
+// Q4_K and Q6_K are used as stored.
+void prepare_quantized_weight(Matrix& w);
+
+// y[M, w.rows] = x[M, w.cols] . W^T for contiguous x and y. An unprepared Q8_0 weight is packed
+// for this call alone.
+void quantized_matmul(CpuIsa isa, const Matrix& w, const float* x, int64_t M, float* y);
+
+}  // namespace locr::kernels
