@@ -125,9 +125,22 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
 
 // GEMV on GGUF Q8_0 weights, packed once (kernels/cpu/quant_q8_0.h; one thread: compare with --threads 1),
 // the same rotation over copies as BM_Gemv. Counter: Q8_0 weight bytes per second (34 per 32).
-// Q4_K (kernels/cpu/quant_q4_k.h) and Q6_K (quant_q6_k.h) the same way: counter weight bytes per
-// second (144 / 210 per 256).
+// Q4_K (kernels/cpu/quant_q4_k.h) and Q6_K (quant_q6_k.h) the same way, packed once too: counter
+// GGUF weight bytes per second (144 / 210 per 256).
 enum class QuantKind { kQ8_0, kQ4_K, kQ6_K };
+// The GGUF rows w (N x K) in the kernels' layout, and the product on it.
+std::unique_ptr<locr::kernels::QuantPacked> pack(QuantKind kind, const uint8_t* w, int64_t N, int64_t K) {
+  if (kind == QuantKind::kQ4_K) return locr::kernels::pack_q4_k(w, N, K);
+  if (kind == QuantKind::kQ6_K) return locr::kernels::pack_q6_k(w, N, K);
+  return locr::kernels::pack_q8_0(w, N, K);
+}
+void quant_gemm(locr::kernels::CpuIsa isa, QuantKind kind, const locr::kernels::QuantPacked& w, const float* x,
+                int64_t M, float* y) {
+  if (kind == QuantKind::kQ4_K) return locr::kernels::gemm_q4_K(isa, w, x, M, y);
+  if (kind == QuantKind::kQ6_K) return locr::kernels::gemm_q6_K(isa, w, x, M, y);
+  locr::kernels::gemm_q8_0(isa, w, x, M, y);
+}
+
 // M > 1: a decode step of M sequences (a server's batch) against the same streamed weights.
 void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, int64_t N, int64_t K, QuantKind kind) {
   if (!locr::kernels::cpu_isa_supported(isa)) {
@@ -140,37 +153,19 @@ void BM_GemvQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, in
   const int copies = static_cast<int>(std::max(1.0, std::ceil(768e6 / bytes)));
   // One random weight quantized, then copied (the copies only keep the weights out of the cache).
   const auto f = random_vec(static_cast<size_t>(N * K), 10, 0.05f);
-  std::vector<std::vector<uint8_t>> ws(1, std::vector<uint8_t>(static_cast<size_t>(bytes)));
-  if (kind == QuantKind::kQ4_K) locr::kernels::quantize_row_q4_K(f.data(), ws[0].data(), N * K);
-  else if (kind == QuantKind::kQ6_K) locr::kernels::quantize_row_q6_K(f.data(), ws[0].data(), N * K);
-  else locr::kernels::quantize_row_q8_0(f.data(), ws[0].data(), N * K);
-  // Q8_0 as a model holds it: packed once at load (quant_q8_0.h), each copy its own.
-  std::vector<std::unique_ptr<locr::kernels::Q8_0Packed>> packed;
-  if (kind == QuantKind::kQ8_0) {
-    for (int c = 0; c < copies; ++c) packed.push_back(locr::kernels::pack_q8_0(ws[0].data(), N, K));
-  } else {
-    while (static_cast<int>(ws.size()) < copies) ws.push_back(ws[0]);
-  }
+  std::vector<uint8_t> w(static_cast<size_t>(bytes));
+  if (kind == QuantKind::kQ4_K) locr::kernels::quantize_row_q4_K(f.data(), w.data(), N * K);
+  else if (kind == QuantKind::kQ6_K) locr::kernels::quantize_row_q6_K(f.data(), w.data(), N * K);
+  else locr::kernels::quantize_row_q8_0(f.data(), w.data(), N * K);
+  // As a model holds them: packed once at load (quant_packed.h), each copy its own.
+  std::vector<std::unique_ptr<locr::kernels::QuantPacked>> packed;
+  for (int c = 0; c < copies; ++c) packed.push_back(pack(kind, w.data(), N, K));
   const auto x = random_vec(static_cast<size_t>(M * K), 3);
   std::vector<float> y(static_cast<size_t>(M * N));
   const CpuClock clock;
   size_t i = 0;
   for (auto _ : st) {
-    if (kind == QuantKind::kQ8_0) {
-      locr::kernels::gemm_q8_0(isa, *packed[i++ % packed.size()], x.data(), M, y.data());
-      benchmark::DoNotOptimize(y.data());
-      continue;
-    }
-    const uint8_t* w = ws[i++ % ws.size()].data();
-    if (M == 1) {
-      if (kind == QuantKind::kQ4_K) locr::kernels::gemv_q4_K(isa, w, N, K, x.data(), y.data());
-      else if (kind == QuantKind::kQ6_K) locr::kernels::gemv_q6_K(isa, w, N, K, x.data(), y.data());
-      else locr::kernels::gemv_q8_0(isa, w, N, K, x.data(), y.data());
-    } else {
-      if (kind == QuantKind::kQ4_K) locr::kernels::gemm_q4_K(isa, w, N, K, x.data(), M, y.data());
-      else if (kind == QuantKind::kQ6_K) locr::kernels::gemm_q6_K(isa, w, N, K, x.data(), M, y.data());
-      else locr::kernels::gemm_q8_0(isa, w, N, K, x.data(), M, y.data());
-    }
+    quant_gemm(isa, kind, *packed[i++ % packed.size()], x.data(), M, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();
@@ -194,12 +189,10 @@ void BM_GemmQuant(benchmark::State& st, locr::kernels::CpuIsa isa, int64_t M, in
   else locr::kernels::quantize_row_q8_0(f.data(), w.data(), N * K);
   const auto x = random_vec(static_cast<size_t>(M * K), 2);
   std::vector<float> y(static_cast<size_t>(M * N));
-  const auto packed = kind == QuantKind::kQ8_0 ? locr::kernels::pack_q8_0(w.data(), N, K) : nullptr;
+  const auto packed = pack(kind, w.data(), N, K);
   const CpuClock clock;
   for (auto _ : st) {
-    if (kind == QuantKind::kQ4_K) locr::kernels::gemm_q4_K(isa, w.data(), N, K, x.data(), M, y.data());
-    else if (kind == QuantKind::kQ6_K) locr::kernels::gemm_q6_K(isa, w.data(), N, K, x.data(), M, y.data());
-    else locr::kernels::gemm_q8_0(isa, *packed, x.data(), M, y.data());
+    quant_gemm(isa, kind, *packed, x.data(), M, y.data());
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu_s = clock.elapsed();

@@ -159,7 +159,7 @@ void GgufBinder::finish() const {
   int n = 0, q = 0;
   const std::string native = count(native_, &n), kinds = count(quantized_, &q);
   if (n > 0)
-    LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run by the quantized-weight kernels, never dequantized (Q8_0 repacked in groups of 16 rows)");
+    LOCR_INFO("gguf: ", f_->name(), ": ", native, " tensor", n > 1 ? "s" : "", " run by the quantized-weight kernels, never dequantized (repacked in groups of 16 rows)");
   if (q > 0)
     LOCR_INFO("gguf: ", f_->name(), ": ", kinds, " tensor", q > 1 ? "s" : "", " dequantized once at load to ",
               dtype_name(to_), keep_quantized_ ? " (native kernels exist for Q8_0, Q4_K and Q6_K only)"

@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "io/gguf.h"
+#include "kernels/cpu/q6_k_block.h"
 #include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q6_k.h"
 #include "kernels/ops.h"
@@ -209,6 +210,22 @@ TEST_P(QuantQ6_KIsa, DotMatchesTheDequantizedRowsAndTheGenericBits) {
   EXPECT_THROW(dot_q6_K(GetParam(), nullptr, nullptr, 300), locr::Error);
 }
 
+// The kernels run on the packed layout; their result is q6_k_block.h's canonical order written out
+// on GGUF's own bytes (q6_k_dot_scalar), bit for bit, on every path.
+TEST_P(QuantQ6_KIsa, DotIsTheCanonicalOrderOnTheGgufBytes) {
+  for (int64_t n : {256, 768, 256 * 13}) {
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      const auto w = random_q6_k(1, n, 100 + seed + static_cast<uint32_t>(n));
+      const std::vector<float> xf = normal_floats(n, 200 + seed + static_cast<uint32_t>(n));
+      std::vector<uint8_t> x(n / 256 * kX);
+      quantize_row_q8_K(xf.data(), x.data(), n);
+      const float got = dot_q6_K(GetParam(), w.data(), x.data(), n);
+      const float want = cpu::q6_k_dot_scalar(w.data(), x.data(), n / 256);
+      EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << n << " seed " << seed << ": " << got << " vs " << want;
+    }
+  }
+}
+
 TEST_P(QuantQ6_KIsa, GemvMatchesTheDequantizedReference) {
   const int64_t rows = 37, cols = 2048;  // rows: not a multiple of the 4-row tile nor of 16
   const auto w = random_q6_k(rows, cols, 3);
@@ -239,17 +256,18 @@ TEST_P(QuantQ6_KIsa, GemvMatchesTheDequantizedReference) {
   EXPECT_EQ(std::memcmp(y.data(), yg.data(), rows * 4), 0);
 }
 
-// Several activation rows at once (every tile shape of every path: 4 x 2 and 4 x 1 on AVX2, 2 x 4,
-// 2 x 3, 4 x 2 and 8 x 1 on AVX-512, single-row remainders, 16-row blocks over the thread pool,
-// 64-row activation chunks): every element the same bits as that row alone on the generic path.
+// Several activation rows at once (every tile shape of every path: one group x 2 and x 1 activation
+// rows on 256 bits; 1, 2 or 4 groups x 1..4 activation rows on 512 bits; a last group of fewer than
+// 16 rows; tiles of 64 weight rows past 64 activation rows): every element the same bits as that
+// row alone on the generic path.
 TEST_P(QuantQ6_KIsa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t cols = 256 * 3;
-  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h) that
-  // walks it in blocks of 64 / 80 / 120 weight rows (quant_tiles.h, quant_avx512.h); m = 9: a chunk
-  // of 8 activation rows and one left over, m = 64: the most rows of one pass
+  // 301 rows: several groups per thread's chunk, one tile call over the chunk (quant_gemm.h) that
+  // walks its groups by two or four (quant_tiles.h) and a last group of 13 rows; m = 64: the most
+  // rows of one pass, 67: tiles of 64 weight rows
   for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
     const auto w = random_q6_k(rows, cols, 21 + static_cast<uint32_t>(rows));
-    for (const int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{9}, int64_t{64}, int64_t{67}}) {
+    for (const int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 67}) {
       const std::vector<float> x = normal_floats(static_cast<size_t>(m * cols), 9 + static_cast<uint32_t>(m));
       std::vector<float> y(m * rows, -1.0f);
       gemm_q6_K(GetParam(), w.data(), rows, cols, x.data(), m, y.data());
@@ -277,8 +295,11 @@ TEST_P(QuantQ6_KIsa, MatmulRunsTheKernelsAndRefTheDequantizedWeight) {
   gemm_q6_K(CpuIsa::kGeneric, w.data(), rows, cols, x.data(), m, want.data());
   for (const char* backend : {"cpu-f32", "cpu-bf16"}) {
     const auto ops = make_ops(backend);
+    ops->prepare(mw);  // repacks the weight once (quant_q6_k.h's layout), a second prepare keeps it
+    ASSERT_NE(mw.packed, nullptr) << backend;
+    const void* packed = mw.packed.get();
     ops->prepare(mw);
-    EXPECT_EQ(mw.packed, nullptr);
+    EXPECT_EQ(mw.packed.get(), packed) << backend;
     ops->matmul(ops->f32(x.data(), m, cols), mw, ops->f32(got.data(), m, rows));
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << backend;
   }

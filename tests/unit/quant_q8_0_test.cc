@@ -169,9 +169,9 @@ TEST_P(QuantQ8_0Isa, GemvMatchesTheDequantizedReference) {
 // alone on the generic path.
 TEST_P(QuantQ8_0Isa, GemmRowsAreTheGemvOfEachRowOnEveryPath) {
   const int64_t cols = 32 * 9;
-  // 301 rows: several 16-row blocks per thread's chunk, one tile call over the chunk (quant_gemm.h) that
-  // walks it in blocks of 64 / 80 / 120 weight rows (quant_tiles.h, quant_avx512.h); m = 9: a chunk
-  // of 8 activation rows and one left over, m = 64: the most rows of one pass
+  // 301 rows: several groups per thread's chunk, one tile call over the chunk (quant_gemm.h) that
+  // walks its groups by two or four (quant_tiles.h) and a last group of 13 rows; m = 64: the most
+  // rows of one pass, 67: tiles of 64 weight rows
   for (const int64_t rows : {int64_t{37}, int64_t{301}}) {
     const auto w = random_q8_0(rows, cols, 21 + static_cast<uint32_t>(rows));
     for (const int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 67}) {

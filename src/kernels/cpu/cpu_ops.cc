@@ -200,7 +200,7 @@ class CpuOps final : public Ops {
   }
 
   // Float parts of one dtype and width are packed as one weight (one GEMM reads the input once);
-  // quantized parts are used as stored, each into its columns.
+  // quantized parts are prepared (repacked) one by one, each multiplied into its columns.
   void prepare_stack(StackedMatrix& w) override {
     bool fuse = w.parts.size() > 1;
     for (const Matrix& p : w.parts)

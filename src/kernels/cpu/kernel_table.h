@@ -149,16 +149,16 @@ struct KernelTable {
   // invariance).
   void (*gemm_q8_0)(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
                     float* c, int64_t ldc);
-  // Q4_K weights (GGUF's 144-byte super-blocks of 256) against Q8_K activations (292-byte blocks
-  // from quantize_row_q8_K), q4_k_block.h: c[i * ldc + r] = the canonical Q4_K dot product of weight
-  // row r and activation row i, n_blocks super-blocks each. The same bits on every path, whatever
-  // n and m.
-  void (*gemm_q4_k)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                    int64_t n_blocks, float* c, int64_t ldc);
-  // Q6_K weights (GGUF's 210-byte super-blocks of 256) against the same Q8_K activations,
-  // q6_k_block.h: the canonical Q6_K dot product, the same bits on every path, whatever n and m.
-  void (*gemm_q6_k)(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                    int64_t n_blocks, float* c, int64_t ldc);
+  // Q4_K weights packed by pack_q4_k (groups of 16 rows, q4_k_block.h) against activation rows from
+  // quantize_act_q8_K (n_blocks * 276 bytes each): c[i * ldc + r] = the canonical Q4_K dot product
+  // of weight row r (r < rows, the rows of `groups` groups from w) and activation row i (i < m),
+  // n_blocks super-blocks each. The same bits on every path, whatever rows and m.
+  void (*gemm_q4_k)(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
+                    float* c, int64_t ldc);
+  // Q6_K weights packed by pack_q6_k (groups of 16 rows, q6_k_block.h) against activation rows from
+  // quantize_act_q6_k (n_blocks * 324 bytes each): the canonical Q6_K dot product, as gemm_q4_k.
+  void (*gemm_q6_k)(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
+                    float* c, int64_t ldc);
 
   // bf16-dot tables only: register-only throughput of vdpbf16ps relative to 512-bit FMA, in
   // FLOP per FLOP (> 1: the dot product instruction is faster). Takes about a millisecond.

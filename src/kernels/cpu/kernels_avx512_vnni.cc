@@ -1,6 +1,6 @@
 // The avx512-vnni table: avx512's (kernels_avx512.cc) with the quantized matmuls built for
-// AVX512_VNNI (q8_0_avx512.h: vpdpbusd; q4_k_avx512.h, q6_k_avx512.h: vpmaddubsw + vpdpwssd; all
-// 512-bit). Same bits as every other path. The avx512-bf16 table takes these kernels too.
+// AVX512_VNNI (q8_0_avx512.h, q4_k_avx512.h, q6_k_avx512.h: vpdpbusd; all 512-bit). Same bits as
+// every other path. The avx512-bf16 table takes these kernels too.
 //
 // Every function here may execute AVX512_VNNI instructions: callers must have checked the CPU first
 // (cpu_ops.cc), including the table getter itself.

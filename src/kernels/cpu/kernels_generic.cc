@@ -26,20 +26,28 @@ void gemm_q8_0_generic(const uint8_t* w, int64_t groups, int64_t rows, const uin
   }
 }
 
-void gemm_q4_k_generic(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                       int64_t n_blocks, float* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      c[i * ldc + r] = q4_k_dot_scalar(static_cast<const uint8_t*>(w) + r * w_stride,
-                                       static_cast<const uint8_t*>(x) + i * x_stride, n_blocks);
+void gemm_q4_k_generic(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
+                       float* c, int64_t ldc) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const Q4KGroup grp{w + g * n_blocks * kQ4KGroupBlockBytes};
+    for (int64_t i = 0; i < m; ++i) {
+      const Q4KAct act{x + i * n_blocks * kQ4KActBlockBytes, n_blocks};
+      for (int r = 0; r < kQ4KGroupRows && g * kQ4KGroupRows + r < rows; ++r)
+        c[i * ldc + g * kQ4KGroupRows + r] = q4_k_dot_packed(grp, r, act);
+    }
+  }
 }
 
-void gemm_q6_k_generic(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride, int64_t m,
-                       int64_t n_blocks, float* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      c[i * ldc + r] = q6_k_dot_scalar(static_cast<const uint8_t*>(w) + r * w_stride,
-                                       static_cast<const uint8_t*>(x) + i * x_stride, n_blocks);
+void gemm_q6_k_generic(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m, int64_t n_blocks,
+                       float* c, int64_t ldc) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const Q6KGroup grp{w + g * n_blocks * kQ6KGroupBlockBytes};
+    for (int64_t i = 0; i < m; ++i) {
+      const Q6KAct act{x + i * n_blocks * kQ6KActBlockBytes, n_blocks};
+      for (int r = 0; r < kQ6KGroupRows && g * kQ6KGroupRows + r < rows; ++r)
+        c[i * ldc + g * kQ6KGroupRows + r] = q6_k_dot_packed(grp, r, act);
+    }
+  }
 }
 
 }  // namespace

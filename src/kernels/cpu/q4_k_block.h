@@ -15,7 +15,23 @@
 // imin = sum_j m[j] * (bsums[2j] + bsums[2j+1]); then acc = fma(dx * d, float(isum), acc) and
 // acc = fma(-(dx * dmin), float(imin), acc), the super-blocks in order from acc = 0. The integer
 // sums are exact in any order (|isum| < 63 * 15 * 127 * 256 < 2^31), so every path (generic loops,
-// AVX2 vpmaddubsw/vpmaddwd) and every tiling returns the same bits.
+// vpdpbusd, vpmaddubsw/vpmaddwd) and every tiling returns the same bits.
+//
+// Packed layout (pack_q4_k in quant_q4_k.cc makes it from GGUF's super-blocks; the same values):
+// weight rows in groups of 16 (the last group padded with zero rows), each group n_blocks records of
+// 2368 bytes, one per super-block:
+//   [0, 32)      the 16 rows' d (f16, row r at 2r);      [32, 64)   their dmin (f16)
+//   [64, 192)    the scales: sub-block j at 64 + 16j, row r at + r (uint8, 0..63)
+//   [192, 320)   the mins by pairs of sub-blocks: pair p at 192 + 32p, row r at + 2r: m[2p], m[2p+1]
+//   [320, 2368)  the quants: sub-block j at 320 + 256j, four 64-byte lines; line t holds, at 4r + k
+//                (k < 4), weight 32j + 4t + k of row r in the low nibble, 32j + 16 + 4t + k in the high.
+// So one line's low (or high) nibbles are four consecutive weights of each of 16 rows, as unsigned
+// bytes: one vpdpbusd with four broadcast activation bytes adds four products to each row's
+// sub-block sum (lane r = row r), and the scales, mins and float steps are one vector for 16 rows.
+//
+// Activation rows (quantize_act_q8_K, from quantize_row_q8_K's values): n_blocks * 276 bytes per
+// row: the quants (256 * n_blocks int8), the scales (n_blocks float), then per super-block the eight
+// sub-block sums bsums[2j] + bsums[2j+1] (int16, |.| <= 32 * 127).
 #pragma once
 
 #include <cmath>
@@ -72,6 +88,28 @@ static inline float q8_k_scale(const uint8_t* block) {
   return d;
 }
 
+constexpr int kQ4KGroupRows = 16;
+constexpr int64_t kQ4KGroupBlockBytes = 2368;  // kQ4KGroupRows * 148: 144 bytes per row and block, + 4 for the split scales
+constexpr int64_t kQ4KActBlockBytes = 276;     // 256 quants + float scale + 8 int16 sub-block sums
+constexpr int kQ4KGD = 0, kQ4KGDmin = 32, kQ4KGScales = 64, kQ4KGMins = 192, kQ4KGQuants = 320;
+
+// Where the parts of one packed group and one activation row lie (n_blocks super-blocks per row).
+struct Q4KGroup {
+  const uint8_t* base;
+  const uint8_t* block(int64_t b) const { return base + b * kQ4KGroupBlockBytes; }
+};
+struct Q4KAct {
+  const uint8_t* base;
+  int64_t n_blocks;
+  const int8_t* quants(int64_t b) const { return reinterpret_cast<const int8_t*>(base + 256 * b); }
+  float scale(int64_t b) const {
+    float d;
+    std::memcpy(&d, base + 256 * n_blocks + 4 * b, 4);
+    return d;
+  }
+  const int16_t* sub_sums(int64_t b) const { return reinterpret_cast<const int16_t*>(base + 260 * n_blocks + 16 * b); }
+};
+
 // One super-block's two float steps of the canonical dot product.
 static inline float q4_k_accumulate(float acc, float dx, const uint8_t* w, int32_t isum, int32_t imin) {
   acc = std::fma(dx * q4_k_f16(w), static_cast<float>(isum), acc);
@@ -96,6 +134,32 @@ static inline float q4_k_dot_scalar(const uint8_t* w, const uint8_t* x, int64_t 
       imin += int32_t{m[j]} * (int32_t{b0} + int32_t{b1});
     }
     acc = q4_k_accumulate(acc, q8_k_scale(x), w, isum, imin);
+  }
+  return acc;
+}
+
+// The canonical dot product of row r (< 16) of a packed group and one activation row, written out
+// on the packed layout: the generic path (the SIMD paths and q4_k_dot_scalar on GGUF's bytes return
+// the same bits).
+static inline float q4_k_dot_packed(const Q4KGroup& g, int r, const Q4KAct& x) {
+  float acc = 0;
+  for (int64_t b = 0; b < x.n_blocks; ++b) {
+    const uint8_t* blk = g.block(b);
+    const int8_t* xq = x.quants(b);
+    int32_t isum = 0, imin = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t s = 0;
+      for (int t = 0; t < 4; ++t)
+        for (int k = 0; k < 4; ++k) {
+          const uint8_t byte = blk[kQ4KGQuants + 256 * j + 64 * t + 4 * r + k];
+          s += int32_t{byte & 0xF} * xq[32 * j + 4 * t + k] + int32_t{byte >> 4} * xq[32 * j + 16 + 4 * t + k];
+        }
+      isum += int32_t{blk[kQ4KGScales + 16 * j + r]} * s;
+      imin += int32_t{blk[kQ4KGMins + 32 * (j / 2) + 2 * r + j % 2]} * int32_t{x.sub_sums(b)[j]};
+    }
+    const float dx = x.scale(b);
+    acc = std::fma(dx * q4_k_f16(blk + kQ4KGD + 2 * r), static_cast<float>(isum), acc);
+    acc = std::fma(-(dx * q4_k_f16(blk + kQ4KGDmin + 2 * r)), static_cast<float>(imin), acc);
   }
   return acc;
 }

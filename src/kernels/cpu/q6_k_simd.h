@@ -1,106 +1,126 @@
-// The Q6_K x Q8_K dot products of q6_k_block.h on 256-bit vectors, included by kernels_avx2.cc (AVX2)
-// and kernels_avx2_vnni.cc (AVX-VNNI: vpdpwssd for vpmaddwd + vpaddd, quant_simd256.h's qy_madd_acc): the
-// same code under each file's flags (`static`, one copy per file).
+// The Q6_K matmul of q6_k_block.h on 256-bit vectors, on weights packed in groups of 16 rows,
+// included by kernels_avx2.cc (AVX2) and kernels_avx2_vnni.cc (AVX-VNNI): the same code under each
+// file's flags (`static`, one copy per file).
 //
-// Per 32 weights (one quadrant k of a 128-weight half): the 6-bit quants q (0..63, unsigned: the
-// nibble of ql and two bits of qh) times the activations by vpmaddubsw give sixteen exact int16
-// pair sums (|sum| <= 2 * 63 * 127), vpmaddwd against the group's int8 scale (the low 128-bit lane
-// holds group 2k of the half, the high lane 2k + 1: vpshufb) eight int32 sums. The -32 offset is
-// one vpmaddwd of the sixteen Q8_K bsums against the sixteen scales, times 32, subtracted. All of
-// it is exact, so the float step (q6_k_accumulate's) sees the generic path's integer.
+// A packed line's halves (rows 0..7 and 8..15 of a group): per group of 16 weights, two nibble lines
+// and one line of 2-bit tops give four vectors of 6-bit quants (unsigned), four consecutive weights
+// of each row; times four activation bytes broadcast to every lane they add four products to each
+// row's group sum, started from the activation's -32 * bsum. Times the rows' int8 scales (vpmulld)
+// the sums add to isum, then q6_k_block.h's float step, one FMA for 8 rows. Group sums, AVX2: two
+// vpmaddubsw (|.| <= 2 * 63 * 128 each) added in int16 (<= 32256: exact), vpmaddwd against ones,
+// vpaddd. AVX-VNNI: vpdpbusd. Exact integers either way.
 #pragma once
 
 #include <immintrin.h>
 
-#include "kernels/cpu/q4_k_simd.h"
+#include <cstring>
+
 #include "kernels/cpu/q6_k_block.h"
+#include "kernels/cpu/quant_simd256.h"
 #include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
 
-// A byte shuffle broadcasting int16 element 2k of the low 128-bit half and 2k + 1 of the high one.
-static inline __m256i q6_k_scale_shuffle(int k) {
-  const char a = static_cast<char>(4 * k), b = static_cast<char>(4 * k + 1);
-  const char c = static_cast<char>(4 * k + 2), d = static_cast<char>(4 * k + 3);
-  return _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, c, d, c, d, c, d, c, d, c, d, c, d, c, d, c,
-                          d);
+#define LOCR_Q6Y_UNROLL _Pragma("GCC unroll 8")
+
+// How far ahead of its reads a tile prefetches (into L1) when it streams the weights (as
+// q8_0_simd.h's kQ8YAhead).
+constexpr int64_t kQ6YAhead = 4096;
+
+// s + the products of two quant vectors (unsigned) with two broadcast activation vectors.
+static inline __m256i q6y_acc2(__m256i s, __m256i q0, __m256i x0, __m256i q1, __m256i x1) {
+#if defined(LOCR_QY_VNNI)
+  return qy_dpbusd(qy_dpbusd(s, q0, x0), q1, x1);
+#else
+  const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x0), _mm256_maddubs_epi16(q1, x1));
+  return _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+#endif
 }
 
-static inline int32_t q6_k_hsum(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_hadd_epi32(s, s);
-  s = _mm_hadd_epi32(s, s);
-  return _mm_cvtsi128_si32(s);
+static inline __m256i q6y_bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
 
-// NR weight rows against MX activation rows: c[i * ldc + r] for r < NR, i < MX.
-template <int NR, int MX>
-static inline void q6_k_tile(const uint8_t* w, int64_t w_stride, const uint8_t* x, int64_t x_stride,
-                             int64_t n_blocks, float* c, int64_t ldc,
-                             const uint8_t* w_end = nullptr) {
-  WeightStream stream(w + NR * w_stride, w_end, NR * kQ6KBlockBytes);
-  float acc[NR][MX];
-  LOCR_Q4K_UNROLL for (int r = 0; r < NR; ++r)
-    LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) acc[r][i] = 0.0f;
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-  __m256i shuf[4];
-  LOCR_Q4K_UNROLL for (int k = 0; k < 4; ++k) shuf[k] = q6_k_scale_shuffle(k);
+// One group (from w) x MX activation rows (from x, x_row bytes apart): c[i * ldc + l] for its rows
+// l < rows. With w_end set, the bytes from kQ6YAhead past its start up to w_end are prefetched as it
+// goes, one group's worth (the next tile then starts where this one stopped).
+template <int MX>
+static inline void q6_k_tile_ymm(const uint8_t* w, const uint8_t* x, int64_t x_row, int64_t n_blocks, float* c,
+                                 int64_t ldc, int rows, const uint8_t* w_end) {
+  WeightStream<3> stream(w + kQ6YAhead, w_end, kQ6KGroupBlockBytes);
+  Q6KAct act[MX];
+  LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) act[i] = {x + i * x_row, n_blocks};
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  __m256 acc[2][MX];
+  LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h)
+    LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) acc[h][i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     stream.block();
-    const uint8_t* xb[MX];
-    __m256i bs[MX];
-    float dx[MX];
-    LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
-      xb[i] = x + i * x_stride + b * kQ8KBlockBytes;
-      bs[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[i] + kQ8KBsums));
-      dx[i] = q8_k_scale(xb[i]);
-    }
-    LOCR_Q4K_UNROLL for (int r = 0; r < NR; ++r) {
-      const uint8_t* wb = w + r * w_stride + b * kQ6KBlockBytes;
-      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + kQ6KScales)));
-      __m256i sum[MX];
-      LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) sum[i] = _mm256_setzero_si256();
-      LOCR_Q4K_UNROLL for (int h = 0; h < 2; ++h) {
-        const __m256i sch = _mm256_broadcastsi128_si256(h == 0 ? _mm256_castsi256_si128(sc16)
-                                                               : _mm256_extracti128_si256(sc16, 1));
-        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 64 * h));
-        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 64 * h + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + kQ6KQh + 32 * h));
-        __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-        q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
-        LOCR_Q4K_UNROLL for (int k = 0; k < 4; ++k) {
-          const __m256i s = _mm256_shuffle_epi8(sch, shuf[k]);
-          LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
-            const auto* qx = reinterpret_cast<const __m256i*>(xb[i] + kQ8KQs + 128 * h + 32 * k);
-            sum[i] = qy_madd_acc(sum[i], _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(qx)), s);
-          }
+    const uint8_t* blk = w + b * kQ6KGroupBlockBytes;
+    __m256i isum[2][MX];
+    LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h)
+      LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) isum[h][i] = _mm256_setzero_si256();
+    for (int k = 0; k < 16; ++k) {  // group of 16 weights k
+      __m256i s[2][MX];
+      LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) s[0][i] = s[1][i] = _mm256_set1_epi32(act[i].corr(b)[k]);
+      LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h) {
+        const uint8_t* q = blk + kQ6KGQuants + 192 * k + 32 * h;
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64));
+        const __m256i t = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128));
+        const __m256i c0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(t, 4), m30));
+        const __m256i c1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(t, 2), m30));
+        const __m256i c2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(t, m30));
+        const __m256i c3 =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(t, 2), m30));
+        LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) {
+          const int8_t* xq = act[i].quants(b) + 16 * k;
+          s[h][i] = q6y_acc2(s[h][i], c0, q6y_bcast4(xq), c1, q6y_bcast4(xq + 4));
+          s[h][i] = q6y_acc2(s[h][i], c2, q6y_bcast4(xq + 8), c3, q6y_bcast4(xq + 12));
         }
       }
-      const float d = q4_k_f16c(wb + kQ6KD);
-      LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) {
-        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs[i], sc16), 5);  // 32 * sum_g sc[g] * bsums[g]
-        const int32_t isum = q6_k_hsum(_mm256_sub_epi32(sum[i], off));
-        acc[r][i] = std::fma(dx[i] * d, static_cast<float>(isum), acc[r][i]);  // q6_k_accumulate's step
+      LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h) {
+        const __m256i sc =
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kQ6KGScales + 16 * k + 8 * h)));
+        LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) isum[h][i] = _mm256_add_epi32(isum[h][i], _mm256_mullo_epi32(s[h][i], sc));
       }
     }
+    LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h) {
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQ6KGD + 16 * h)));
+      LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i)
+        acc[h][i] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[i].scale(b))), _mm256_cvtepi32_ps(isum[h][i]),
+                                    acc[h][i]);
+    }
   }
-  LOCR_Q4K_UNROLL for (int r = 0; r < NR; ++r)
-    LOCR_Q4K_UNROLL for (int i = 0; i < MX; ++i) c[i * ldc + r] = acc[r][i];
+  LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) {
+    if (rows >= 16) {
+      _mm256_storeu_ps(c + i * ldc, acc[0][i]);
+      _mm256_storeu_ps(c + i * ldc + 8, acc[1][i]);
+    } else {
+      alignas(32) float lanes[16];
+      _mm256_store_ps(lanes, acc[0][i]);
+      _mm256_store_ps(lanes + 8, acc[1][i]);
+      for (int l = 0; l < rows; ++l) c[i * ldc + l] = lanes[l];
+    }
+  }
 }
 
-// The kernel_table.h gemm_q6_k entry (tiling: quant_tiles.h).
-[[maybe_unused]] static void q6_k_gemm_simd(const void* w, int64_t w_stride, int64_t n, const void* x, int64_t x_stride,
-                           int64_t m, int64_t n_blocks, float* c, int64_t ldc) {
-  walk_quant_tiles(static_cast<const uint8_t*>(w), w_stride, n, static_cast<const uint8_t*>(x), x_stride, m, c, ldc,
-                   [&](auto nr, auto mx, const uint8_t* wt, const uint8_t* xt, float* ct, const uint8_t* w_end) {
-                     q6_k_tile<decltype(nr)::value, decltype(mx)::value>(wt, w_stride, xt, x_stride, n_blocks, ct, ldc, w_end);
-                   });
+// The kernel_table.h gemm_q6_k entry: each group against every activation row in pairs (one left
+// over) while it is in cache, so the weights stream from memory once, prefetched by the first pair.
+[[maybe_unused]] static void q6_k_gemm_simd(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
+                                            int64_t n_blocks, float* c, int64_t ldc) {
+  const int64_t g_stride = n_blocks * kQ6KGroupBlockBytes, x_row = n_blocks * kQ6KActBlockBytes;
+  const uint8_t* const w_end = w + groups * g_stride;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int nr = static_cast<int>(rows - 16 * g < 16 ? rows - 16 * g : 16);
+    const uint8_t* wg = w + g * g_stride;
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2)
+      q6_k_tile_ymm<2>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
+    if (i < m) q6_k_tile_ymm<1>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
+  }
 }
 
 }  // namespace locr::kernels::cpu

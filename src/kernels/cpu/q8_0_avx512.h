@@ -93,43 +93,16 @@ static inline void q8_0_tile_zmm(const uint8_t* w, int64_t g_stride, const uint8
   }
 }
 
-// The kernel_table.h gemm_q8_0 entry: tiles of two groups (one left over) walked once, each against
-// every activation row in chunks of 4 (the last 1..3) while it is in cache, so the weights stream
-// from memory once (prefetched ahead by the first chunk); eight float and eight integer accumulators
-// at most. The GEMV and two activation rows take groups four at a time.
+// The kernel_table.h gemm_q8_0 entry (quant_tiles.h's walk_group_tiles).
 [[maybe_unused]] static void q8_0_gemm_zmm(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
                                            int64_t n_blocks, float* c, int64_t ldc) {
   const int64_t g_stride = n_blocks * kQ8GroupBlockBytes, x_row = n_blocks * kQ8ActBlockBytes;
   const uint8_t* const w_end = w + groups * g_stride;
-  // The tiles of kNg groups from group g against every activation row.
-  const auto tiles = [&](auto ng, int64_t g) {
-    constexpr int kNg = decltype(ng)::value;
-    const int last_rows = static_cast<int>(std::min<int64_t>(16, rows - 16 * (g + kNg - 1)));
-    const uint8_t* wg = w + g * g_stride;
-    float* cg = c + 16 * g;
-    const auto run = [&](auto mx, int64_t i) {
-      q8_0_tile_zmm<kNg, decltype(mx)::value>(wg, g_stride, x + i * x_row, x_row, n_blocks, cg + i * ldc, ldc, last_rows,
-                                              i == 0 ? w_end : nullptr);
-    };
-    int64_t i = 0;
-    if constexpr (kNg <= 2) {  // four groups take activation rows in pairs (eight accumulators each way)
-      for (; i + 4 <= m; i += 4) run(std::integral_constant<int, 4>{}, i);
-      if (m - i == 3) run(std::integral_constant<int, 3>{}, i);
-    }
-    for (; i + 2 <= m; i += 2) run(std::integral_constant<int, 2>{}, i);
-    if (m - i == 1) run(std::integral_constant<int, 1>{}, i);
-  };
-  const auto walk = [&](auto ng) {
-    constexpr int kNg = decltype(ng)::value;
-    int64_t g = 0;
-    for (; g + kNg <= groups; g += kNg) tiles(ng, g);
-    for (; g < groups; ++g) tiles(std::integral_constant<int, 1>{}, g);
-  };
-  if (m <= 2) {
-    walk(std::integral_constant<int, 4>{});
-  } else {
-    walk(std::integral_constant<int, 2>{});
-  }
+  walk_group_tiles(groups, rows, m, [&](auto ng, auto mx, int64_t g, int64_t i, int last_rows, bool prefetch) {
+    q8_0_tile_zmm<decltype(ng)::value, decltype(mx)::value>(w + g * g_stride, g_stride, x + i * x_row, x_row, n_blocks,
+                                                           c + i * ldc + 16 * g, ldc, last_rows,
+                                                           prefetch ? w_end : nullptr);
+  });
 }
 
 }  // namespace locr::kernels::cpu

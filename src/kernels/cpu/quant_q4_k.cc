@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
 #include "kernels/cpu/quant_gemm.h"
@@ -21,6 +23,19 @@ using cpu::kQ8KBlockBytes;
 void check_multiple(int64_t n, const char* what) {
   if (n % kQ4KBlock != 0)
     fail(ErrorKind::kInvalidArgument, what, ": ", n, " elements is not a whole number of Q4_K super-blocks (256)");
+}
+
+// Super-block b of an activation row in the kernels' layout (q4_k_block.h) from a GGUF Q8_K block.
+void act_from_q8_k(const uint8_t* q8k, int64_t n_blocks, int64_t b, uint8_t* out) {
+  std::memcpy(out + 256 * b, q8k + cpu::kQ8KQs, 256);
+  std::memcpy(out + 256 * n_blocks + 4 * b, q8k, 4);
+  for (int j = 0; j < 8; ++j) {
+    int16_t b0, b1;
+    std::memcpy(&b0, q8k + cpu::kQ8KBsums + 4 * j, 2);
+    std::memcpy(&b1, q8k + cpu::kQ8KBsums + 4 * j + 2, 2);
+    const auto sum = static_cast<int16_t>(b0 + b1);  // |.| <= 32 * 127
+    std::memcpy(out + 260 * n_blocks + 16 * b + 2 * j, &sum, 2);
+  }
 }
 
 // ggml's nearest_int: round to nearest, ties to even, by the 1.5 * 2^23 trick (|v| < 2^22).
@@ -178,28 +193,93 @@ void quantize_row_q8_K(const float* x, void* y, int64_t n) {
   }
 }
 
-float dot_q4_K(CpuIsa isa, const void* w, const void* x, int64_t n) {
-  check_multiple(n, "dot_q4_K");
-  float y = 0;
-  cpu_kernel_table(isa)->gemm_q4_k(w, 0, 1, x, 0, 1, n / kQ4KBlock, &y, 1);
-  return y;
+namespace {
+
+// quantize_row_q8_K's values in the kernels' activation layout (q4_k_block.h: n / 256 * 276 bytes).
+void quantize_act_q8_K(const float* x, uint8_t* out, int64_t n) {
+  const int64_t n_blocks = n / kQ4KBlock;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t blk[kQ8KBlockBytes];
+    quantize_row_q8_K(x + b * kQ4KBlock, blk, kQ4KBlock);
+    act_from_q8_k(blk, n_blocks, b, out);
+  }
+}
+
+// Groups g0..g1 of the packed matrix from GGUF rows.
+void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, int64_t g1, uint8_t* out) {
+  const int64_t row_bytes = n_blocks * kQ4KBlockBytes;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* dst = out + g * n_blocks * cpu::kQ4KGroupBlockBytes;
+    std::memset(dst, 0, static_cast<size_t>(n_blocks * cpu::kQ4KGroupBlockBytes));  // pad rows: all zero
+    for (int r = 0; r < cpu::kQ4KGroupRows && g * cpu::kQ4KGroupRows + r < rows; ++r) {
+      const uint8_t* src = w + (g * cpu::kQ4KGroupRows + r) * row_bytes;
+      for (int64_t b = 0; b < n_blocks; ++b, src += kQ4KBlockBytes) {
+        uint8_t* blk = dst + b * cpu::kQ4KGroupBlockBytes;
+        std::memcpy(blk + cpu::kQ4KGD + 2 * r, src, 2);
+        std::memcpy(blk + cpu::kQ4KGDmin + 2 * r, src + 2, 2);
+        uint8_t sc[8], m[8];
+        cpu::q4_k_scales_mins(src + 4, sc, m);
+        for (int j = 0; j < 8; ++j) {
+          blk[cpu::kQ4KGScales + 16 * j + r] = sc[j];
+          blk[cpu::kQ4KGMins + 32 * (j / 2) + 2 * r + j % 2] = m[j];
+          for (int t = 0; t < 4; ++t)
+            for (int k = 0; k < 4; ++k)
+              blk[cpu::kQ4KGQuants + 256 * j + 64 * t + 4 * r + k] = static_cast<uint8_t>(
+                  cpu::q4_k_quant(src, 32 * j + 4 * t + k) | (cpu::q4_k_quant(src, 32 * j + 16 + 4 * t + k) << 4));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<QuantPacked> pack_q4_k(const void* w, int64_t rows, int64_t cols) {
+  check_multiple(cols, "pack_q4_k");
+  const int64_t n_blocks = cols / kQ4KBlock;
+  auto p = std::make_unique<QuantPacked>(DType::kQ4_K, rows, cols,
+                                         static_cast<size_t>(quant_groups_of(rows) * n_blocks * cpu::kQ4KGroupBlockBytes));
+  ThreadPool::global().parallel_for(quant_groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
+    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
+  });
+  return p;
+}
+
+void gemm_q4_K(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  if (rows <= 0 || m <= 0) return;
+  const cpu::KernelTable* t = cpu_kernel_table(isa);
+  const int64_t n_blocks = cols / kQ4KBlock;
+  // quantized_gemm hands out whole groups (tiles of 64 rows past 64 activation rows): row r0, a
+  // multiple of 16, of the packed matrix starts r0 * n_blocks * 148 bytes in.
+  cpu::quantized_gemm(
+      w.data(), rows, n_blocks * cpu::kQ4KGroupBlockBytes / cpu::kQ4KGroupRows, x, cols, m,
+      n_blocks * cpu::kQ4KActBlockBytes, y, /*tile_rows=*/64,
+      [&](const float* xr, uint8_t* out) { quantize_act_q8_K(xr, out, cols); },
+      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
+        t->gemm_q4_k(wt, quant_groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
+      });
 }
 
 void gemm_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
   check_multiple(cols, "gemm_q4_K");
   if (rows <= 0 || m <= 0) return;
-  const cpu::KernelTable* t = cpu_kernel_table(isa);
-  const int64_t n_blocks = cols / kQ4KBlock, w_row = n_blocks * kQ4KBlockBytes, x_row = n_blocks * kQ8KBlockBytes;
-  cpu::quantized_gemm(
-      static_cast<const uint8_t*>(w), rows, w_row, x, cols, m, x_row, y, /*tile_rows=*/16,
-      [&](const float* xr, uint8_t* out) { quantize_row_q8_K(xr, out, cols); },
-      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
-        t->gemm_q4_k(wt, w_row, nr, xt, x_row, mr, n_blocks, yt, rows);
-      });
+  gemm_q4_K(isa, *pack_q4_k(w, rows, cols), x, m, y);
 }
 
 void gemv_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y) {
   gemm_q4_K(isa, w, rows, cols, x, 1, y);
+}
+
+float dot_q4_K(CpuIsa isa, const void* w, const void* x, int64_t n) {
+  check_multiple(n, "dot_q4_K");
+  const int64_t n_blocks = n / kQ4KBlock;
+  const auto packed = pack_q4_k(w, 1, n);
+  std::vector<uint8_t> act(static_cast<size_t>(n_blocks * cpu::kQ4KActBlockBytes));
+  for (int64_t b = 0; b < n_blocks; ++b) act_from_q8_k(static_cast<const uint8_t*>(x) + b * kQ8KBlockBytes, n_blocks, b, act.data());
+  float y = 0;
+  cpu_kernel_table(isa)->gemm_q4_k(packed->data(), 1, 1, act.data(), 1, n_blocks, &y, 1);
+  return y;
 }
 
 }  // namespace locr::kernels

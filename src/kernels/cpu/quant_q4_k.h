@@ -2,15 +2,19 @@
 // as llama.cpp does, by quantizing the activations per 256 to Q8_K (a float scale, int8 values and
 // the sums of each 16, for the min term) and taking exact integer dot products per sub-block.
 //
-// Every ISA path (generic, avx2, avx512, avx512-bf16; the AVX-512 tables run the AVX2 code) returns
-// the same bits for the same inputs, whatever the batch (kernel_table.h gemm_q4_k). The reference is
+// The weights are repacked once (pack_q4_k: the same values, in groups of 16 rows, q4_k_block.h) so
+// that one vector holds 16 rows. Every ISA path (generic, avx2, avx2-vnni, avx512, avx512-vnni)
+// returns the same bits for the same inputs, whatever the batch (kernel_table.h gemm_q4_k). The reference is
 // io::dequantize_row: a Q4_K dot product equals the double dot product of the dequantized weight
 // row and the quantized-dequantized activation row up to float rounding.
 #pragma once
 
 #include <cstdint>
 
+#include <memory>
+
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/quant_packed.h"
 
 namespace locr::kernels {
 
@@ -24,15 +28,22 @@ void quantize_row_q4_K(const float* x, void* y, int64_t n);
 // q = nearest_int(x / d) (never -128), and the sums of each 16 q. n / 256 * 292 bytes.
 void quantize_row_q8_K(const float* x, void* y, int64_t n);
 
-// The canonical dot product of a Q4_K weight row w and a Q8_K activation row x, n elements.
+// The canonical dot product of a Q4_K weight row w and a Q8_K activation row x (GGUF's layouts), n
+// elements.
 float dot_q4_K(CpuIsa isa, const void* w, const void* x, int64_t n);
 
-// y[i * rows + r] = W[r] . x[i] for m activation rows (each `cols` floats, quantized to Q8_K row by
-// row) and the `rows` Q4_K rows of W (144 * cols / 256 bytes each). A row of y depends neither on m
-// nor on the ISA path. Split over ThreadPool::global() by blocks of weight rows.
-void gemm_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y);
+// The rows x cols Q4_K matrix w (GGUF rows of 144 * cols / 256 bytes) packed into the kernels'
+// layout (q4_k_block.h), over the thread pool.
+std::unique_ptr<QuantPacked> pack_q4_k(const void* w, int64_t rows, int64_t cols);
 
-// gemm_q4_K with one activation row.
+// y[i * rows + r] = W[r] . x[i] for m activation rows (each `cols` floats, quantized to Q8_K row by
+// row) and the rows of W. A row of y depends neither on m nor on the ISA path. Split over
+// ThreadPool::global() by groups of weight rows.
+void gemm_q4_K(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y);
+
+// The same on GGUF rows, packed for this one call (tests and one-off products; a model packs its
+// weights once, CpuOps::prepare).
+void gemm_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y);
 void gemv_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y);
 
 }  // namespace locr::kernels

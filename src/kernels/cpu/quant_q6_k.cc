@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q6_k_block.h"
 #include "kernels/cpu/quant_gemm.h"
@@ -127,28 +129,103 @@ void quantize_row_q6_K(const float* x, void* y, int64_t n) {
   }
 }
 
-float dot_q6_K(CpuIsa isa, const void* w, const void* x, int64_t n) {
-  check_multiple(n, "dot_q6_K");
-  float y = 0;
-  cpu_kernel_table(isa)->gemm_q6_k(w, 0, 1, x, 0, 1, n / kQ6KBlock, &y, 1);
-  return y;
+namespace {
+
+// Super-block b of an activation row in the kernels' layout (q6_k_block.h) from a GGUF Q8_K block.
+void act_from_q8_k(const uint8_t* q8k, int64_t n_blocks, int64_t b, uint8_t* out) {
+  std::memcpy(out + 256 * b, q8k + cpu::kQ8KQs, 256);
+  std::memcpy(out + 256 * n_blocks + 4 * b, q8k, 4);
+  for (int g = 0; g < 16; ++g) {
+    int16_t bsum;
+    std::memcpy(&bsum, q8k + cpu::kQ8KBsums + 2 * g, 2);
+    const int32_t corr = -32 * int32_t{bsum};
+    std::memcpy(out + 260 * n_blocks + 64 * b + 4 * g, &corr, 4);
+  }
+}
+
+// quantize_row_q8_K's values in the kernels' activation layout (n / 256 * 324 bytes).
+void quantize_act_q6_k(const float* x, uint8_t* out, int64_t n) {
+  const int64_t n_blocks = n / kQ6KBlock;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t blk[kQ8KBlockBytes];
+    quantize_row_q8_K(x + b * kQ6KBlock, blk, kQ6KBlock);
+    act_from_q8_k(blk, n_blocks, b, out);
+  }
+}
+
+// Groups g0..g1 of the packed matrix from GGUF rows.
+void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, int64_t g1, uint8_t* out) {
+  const int64_t row_bytes = n_blocks * kQ6KBlockBytes;
+  for (int64_t grp = g0; grp < g1; ++grp) {
+    uint8_t* dst = out + grp * n_blocks * cpu::kQ6KGroupBlockBytes;
+    std::memset(dst, 0, static_cast<size_t>(n_blocks * cpu::kQ6KGroupBlockBytes));  // pad rows: all zero
+    for (int r = 0; r < cpu::kQ6KGroupRows && grp * cpu::kQ6KGroupRows + r < rows; ++r) {
+      const uint8_t* src = w + (grp * cpu::kQ6KGroupRows + r) * row_bytes;
+      for (int64_t b = 0; b < n_blocks; ++b, src += kQ6KBlockBytes) {
+        uint8_t* blk = dst + b * cpu::kQ6KGroupBlockBytes;
+        std::memcpy(blk + cpu::kQ6KGD + 2 * r, src + cpu::kQ6KD, 2);
+        for (int g = 0; g < 16; ++g) {
+          blk[cpu::kQ6KGScales + 16 * g + r] = src[cpu::kQ6KScales + g];
+          uint8_t* q = blk + cpu::kQ6KGQuants + 192 * g;
+          for (int c = 0; c < 4; ++c)
+            for (int k = 0; k < 4; ++k) {
+              const int v = cpu::q6_k_quant(src, 16 * g + 4 * c + k);
+              q[64 * (c % 2) + 4 * r + k] |= static_cast<uint8_t>((v & 0xF) << (c < 2 ? 0 : 4));
+              q[128 + 4 * r + k] |= static_cast<uint8_t>((v >> 4) << (2 * c));
+            }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<QuantPacked> pack_q6_k(const void* w, int64_t rows, int64_t cols) {
+  check_multiple(cols, "pack_q6_k");
+  const int64_t n_blocks = cols / kQ6KBlock;
+  auto p = std::make_unique<QuantPacked>(DType::kQ6_K, rows, cols,
+                                         static_cast<size_t>(quant_groups_of(rows) * n_blocks * cpu::kQ6KGroupBlockBytes));
+  ThreadPool::global().parallel_for(quant_groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
+    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
+  });
+  return p;
+}
+
+void gemm_q6_K(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  if (rows <= 0 || m <= 0) return;
+  const cpu::KernelTable* t = cpu_kernel_table(isa);
+  const int64_t n_blocks = cols / kQ6KBlock;
+  // quantized_gemm hands out whole groups (tiles of 64 rows past 64 activation rows): row r0, a
+  // multiple of 16, of the packed matrix starts r0 * n_blocks * 210 bytes in, as a GGUF row would.
+  cpu::quantized_gemm(
+      w.data(), rows, n_blocks * kQ6KBlockBytes, x, cols, m, n_blocks * cpu::kQ6KActBlockBytes, y, /*tile_rows=*/64,
+      [&](const float* xr, uint8_t* out) { quantize_act_q6_k(xr, out, cols); },
+      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
+        t->gemm_q6_k(wt, quant_groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
+      });
 }
 
 void gemm_q6_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
   check_multiple(cols, "gemm_q6_K");
   if (rows <= 0 || m <= 0) return;
-  const cpu::KernelTable* t = cpu_kernel_table(isa);
-  const int64_t n_blocks = cols / kQ6KBlock, w_row = n_blocks * kQ6KBlockBytes, x_row = n_blocks * kQ8KBlockBytes;
-  cpu::quantized_gemm(
-      static_cast<const uint8_t*>(w), rows, w_row, x, cols, m, x_row, y, /*tile_rows=*/16,
-      [&](const float* xr, uint8_t* out) { quantize_row_q8_K(xr, out, cols); },
-      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
-        t->gemm_q6_k(wt, w_row, nr, xt, x_row, mr, n_blocks, yt, rows);
-      });
+  gemm_q6_K(isa, *pack_q6_k(w, rows, cols), x, m, y);
 }
 
 void gemv_q6_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, float* y) {
   gemm_q6_K(isa, w, rows, cols, x, 1, y);
+}
+
+float dot_q6_K(CpuIsa isa, const void* w, const void* x, int64_t n) {
+  check_multiple(n, "dot_q6_K");
+  const int64_t n_blocks = n / kQ6KBlock;
+  const auto packed = pack_q6_k(w, 1, n);
+  std::vector<uint8_t> act(static_cast<size_t>(n_blocks * cpu::kQ6KActBlockBytes));
+  for (int64_t b = 0; b < n_blocks; ++b) act_from_q8_k(static_cast<const uint8_t*>(x) + b * kQ8KBlockBytes, n_blocks, b, act.data());
+  float y = 0;
+  cpu_kernel_table(isa)->gemm_q6_k(packed->data(), 1, 1, act.data(), 1, n_blocks, &y, 1);
+  return y;
 }
 
 }  // namespace locr::kernels

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <vector>
 
 #include "core/dtype.h"
@@ -85,7 +83,7 @@ void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, i
   }
 }
 
-int64_t groups_of(int64_t rows) { return (rows + kQ8GroupRows - 1) / kQ8GroupRows; }
+int64_t groups_of(int64_t rows) { return quant_groups_of(rows); }
 
 }  // namespace
 
@@ -98,26 +96,18 @@ void quantize_row_q8_0(const float* x, void* y, int64_t n) {
   }
 }
 
-void Q8_0Packed::Free::operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
-
-Q8_0Packed::Q8_0Packed(int64_t rows, int64_t cols)
-    : rows_(rows),
-      cols_(cols),
-      data_(static_cast<uint8_t*>(::operator new[](
-          static_cast<size_t>(std::max<int64_t>(1, groups_of(rows) * cols / kQ8Block * kQ8GroupBlockBytes)),
-          std::align_val_t{64}))) {}
-
-std::unique_ptr<Q8_0Packed> pack_q8_0(const void* w, int64_t rows, int64_t cols) {
+std::unique_ptr<QuantPacked> pack_q8_0(const void* w, int64_t rows, int64_t cols) {
   check_multiple(cols, "pack_q8_0");
-  auto p = std::make_unique<Q8_0Packed>(rows, cols);
   const int64_t n_blocks = cols / kQ8Block;
+  auto p = std::make_unique<QuantPacked>(DType::kQ8_0, rows, cols,
+                                         static_cast<size_t>(groups_of(rows) * n_blocks * kQ8GroupBlockBytes));
   ThreadPool::global().parallel_for(groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
     pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
   });
   return p;
 }
 
-void gemm_q8_0(CpuIsa isa, const Q8_0Packed& w, const float* x, int64_t m, float* y) {
+void gemm_q8_0(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y) {
   const int64_t rows = w.rows(), cols = w.cols();
   if (rows <= 0 || m <= 0) return;
   const cpu::KernelTable* t = cpu_kernel_table(isa);

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/quant_packed.h"
 
 namespace locr::kernels {
 
@@ -20,31 +21,15 @@ namespace locr::kernels {
 // round(x / d) (halves away from zero), d stored as f16. n is a multiple of 32. GGUF's layout.
 void quantize_row_q8_0(const float* x, void* y, int64_t n);
 
-// Q8_0 weights in the kernels' layout (q8_0_block.h), made from GGUF rows by pack_q8_0.
-class Q8_0Packed {
- public:
-  Q8_0Packed(int64_t rows, int64_t cols);
-  int64_t rows() const { return rows_; }
-  int64_t cols() const { return cols_; }
-  const uint8_t* data() const { return data_.get(); }
-  uint8_t* data() { return data_.get(); }
-
- private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  int64_t rows_, cols_;
-  std::unique_ptr<uint8_t, Free> data_;  // 64-byte aligned, whole groups of 16 rows
-};
-
-// The rows x cols Q8_0 matrix w (GGUF rows of 34 * cols / 32 bytes) packed, over the thread pool.
-std::unique_ptr<Q8_0Packed> pack_q8_0(const void* w, int64_t rows, int64_t cols);
+// The rows x cols Q8_0 matrix w (GGUF rows of 34 * cols / 32 bytes) packed into the kernels' layout
+// (q8_0_block.h), over the thread pool.
+std::unique_ptr<QuantPacked> pack_q8_0(const void* w, int64_t rows, int64_t cols);
 
 // y[i * rows + r] = W[r] . x[i] for the m activation rows x (each `cols` floats): x is quantized
 // to Q8_0 row by row (quantize_row_q8_0's values), then every element is one canonical dot
 // product, so a row of y does not depend on m (batch invariance) nor on the ISA path. Split over
 // ThreadPool::global() by groups of weight rows.
-void gemm_q8_0(CpuIsa isa, const Q8_0Packed& w, const float* x, int64_t m, float* y);
+void gemm_q8_0(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y);
 
 // The same on GGUF rows, packed for this one call (tests and one-off products; a model packs its
 // weights once, CpuOps::prepare).
