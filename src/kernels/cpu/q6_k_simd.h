@@ -17,15 +17,10 @@
 
 #include "kernels/cpu/q6_k_block.h"
 #include "kernels/cpu/quant_simd256.h"
-#include "kernels/cpu/quant_tiles.h"
 
 namespace locr::kernels::cpu {
 
 #define LOCR_Q6Y_UNROLL _Pragma("GCC unroll 8")
-
-// How far ahead of its reads a tile prefetches (into L1) when it streams the weights (as
-// q8_0_simd.h's kQ8YAhead).
-constexpr int64_t kQ6YAhead = 4096;
 
 // s + the products of two quant vectors (unsigned) with two broadcast activation vectors.
 static inline __m256i q6y_acc2(__m256i s, __m256i q0, __m256i x0, __m256i q1, __m256i x1) {
@@ -44,12 +39,11 @@ static inline __m256i q6y_bcast4(const void* p) {
 }
 
 // One group (from w) x MX activation rows (from x, x_row bytes apart): c[i * ldc + l] for its rows
-// l < rows. With w_end set, the bytes from kQ6YAhead past its start up to w_end are prefetched as it
-// goes, one group's worth (the next tile then starts where this one stopped).
+// l < rows. No software prefetch: one sequential stream per tile, which the hardware prefetchers
+// follow; q8_0_simd.h's 4 KB ahead made a Q4_K_M model's decode slower (docs/benchmarks.md).
 template <int MX>
 static inline void q6_k_tile_ymm(const uint8_t* w, const uint8_t* x, int64_t x_row, int64_t n_blocks, float* c,
-                                 int64_t ldc, int rows, const uint8_t* w_end) {
-  WeightStream<3> stream(w + kQ6YAhead, w_end, kQ6KGroupBlockBytes);
+                                 int64_t ldc, int rows) {
   Q6KAct act[MX];
   LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) act[i] = {x + i * x_row, n_blocks};
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
@@ -57,7 +51,6 @@ static inline void q6_k_tile_ymm(const uint8_t* w, const uint8_t* x, int64_t x_r
   LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h)
     LOCR_Q6Y_UNROLL for (int i = 0; i < MX; ++i) acc[h][i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    stream.block();
     const uint8_t* blk = w + b * kQ6KGroupBlockBytes;
     __m256i isum[2][MX];
     LOCR_Q6Y_UNROLL for (int h = 0; h < 2; ++h)
@@ -108,18 +101,17 @@ static inline void q6_k_tile_ymm(const uint8_t* w, const uint8_t* x, int64_t x_r
 }
 
 // The kernel_table.h gemm_q6_k entry: each group against every activation row in pairs (one left
-// over) while it is in cache, so the weights stream from memory once, prefetched by the first pair.
+// over) while it is in cache, so the weights stream from memory once.
 [[maybe_unused]] static void q6_k_gemm_simd(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
                                             int64_t n_blocks, float* c, int64_t ldc) {
   const int64_t g_stride = n_blocks * kQ6KGroupBlockBytes, x_row = n_blocks * kQ6KActBlockBytes;
-  const uint8_t* const w_end = w + groups * g_stride;
   for (int64_t g = 0; g < groups; ++g) {
     const int nr = static_cast<int>(rows - 16 * g < 16 ? rows - 16 * g : 16);
     const uint8_t* wg = w + g * g_stride;
     int64_t i = 0;
     for (; i + 2 <= m; i += 2)
-      q6_k_tile_ymm<2>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
-    if (i < m) q6_k_tile_ymm<1>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
+      q6_k_tile_ymm<2>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr);
+    if (i < m) q6_k_tile_ymm<1>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr);
   }
 }
 
