@@ -85,33 +85,19 @@ static inline void q8_0_tile_ymm(const uint8_t* w, const uint8_t* x, int64_t x_r
                                     acc[h][i]);
     }
   }
-  LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) {
-    if (rows >= 16) {
-      _mm256_storeu_ps(c + i * ldc, acc[0][i]);
-      _mm256_storeu_ps(c + i * ldc + 8, acc[1][i]);
-    } else {
-      alignas(32) float lanes[16];
-      _mm256_store_ps(lanes, acc[0][i]);
-      _mm256_store_ps(lanes + 8, acc[1][i]);
-      for (int l = 0; l < rows; ++l) c[i * ldc + l] = lanes[l];
-    }
-  }
+  LOCR_Q8_UNROLL for (int i = 0; i < MX; ++i) qy_store_group(acc[0][i], acc[1][i], c + i * ldc, rows);
 }
 
-// The kernel_table.h gemm_q8_0 entry: each group against every activation row in pairs (one left
-// over) while it is in cache, so the weights stream from memory once, prefetched by the first pair.
+// The kernel_table.h gemm_q8_0 entry (quant_simd256.h's qy_walk_groups); the first pass over
+// each group prefetches ahead.
 [[maybe_unused]] static void q8_0_gemm_simd(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
                                             int64_t n_blocks, float* c, int64_t ldc) {
   const int64_t g_stride = n_blocks * kQ8GroupBlockBytes, x_row = n_blocks * kQ8ActBlockBytes;
   const uint8_t* const w_end = w + groups * g_stride;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int nr = static_cast<int>(rows - 16 * g < 16 ? rows - 16 * g : 16);
-    const uint8_t* wg = w + g * g_stride;
-    int64_t i = 0;
-    for (; i + 2 <= m; i += 2)
-      q8_0_tile_ymm<2>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
-    if (i < m) q8_0_tile_ymm<1>(wg, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr, i == 0 ? w_end : nullptr);
-  }
+  qy_walk_groups(groups, rows, m, [&](auto mx, int64_t g, int64_t i, int nr, bool first) {
+    q8_0_tile_ymm<decltype(mx)::value>(w + g * g_stride, x + i * x_row, x_row, n_blocks, c + i * ldc + 16 * g, ldc, nr,
+                                       first ? w_end : nullptr);
+  });
 }
 
 }  // namespace locr::kernels::cpu

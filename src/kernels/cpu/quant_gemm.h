@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/quant_packed.h"
 
 namespace locr::kernels::cpu {
 
@@ -49,6 +51,35 @@ void quantized_gemm(const uint8_t* w, int64_t rows, int64_t w_row, const float* 
         tile(w + r0 * w_row, nr, xb + i0 * x_row, std::min(kActRows, m - i0), y + i0 * rows + r0);
     }
   });
+}
+
+// The kernel-table entries on weights packed in groups of 16 rows (gemm_q8_0, gemm_q4_k, gemm_q6_k).
+using PackedGemm = void (*)(const uint8_t* w, int64_t groups, int64_t rows, const uint8_t* x, int64_t m,
+                            int64_t n_blocks, float* c, int64_t ldc);
+
+// y[m, rows] = x[m, cols] . W^T for W packed in groups of 16 rows (quant_packed.h), group_block
+// bytes per group and block of `block` columns, against activation rows of act_block bytes per
+// block: quantized_gemm handing out whole groups, in tiles of 64 rows past 64 activation rows (row
+// r0, a multiple of 16, starts r0 / 16 group strides in).
+template <class QuantizeAct>
+void packed_gemm(PackedGemm kernel, const QuantPacked& w, int64_t block, int64_t group_block, int64_t act_block,
+                 const float* x, int64_t m, float* y, QuantizeAct quantize_act) {
+  const int64_t rows = w.rows(), cols = w.cols(), n_blocks = cols / block;
+  quantized_gemm(w.data(), rows, n_blocks * group_block / 16, x, cols, m, n_blocks * act_block, y, /*tile_rows=*/64,
+                 quantize_act, [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
+                   kernel(wt, quant_groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
+                 });
+}
+
+// A rows x cols matrix packed in groups of 16 rows of group_bytes each over the thread pool:
+// pack_groups(g0, g1, out) writes groups g0..g1 into the packed bytes.
+template <class PackGroups>
+std::unique_ptr<QuantPacked> pack_in_groups(DType dtype, int64_t rows, int64_t cols, int64_t group_bytes,
+                                            PackGroups pack_groups) {
+  auto p = std::make_unique<QuantPacked>(dtype, rows, cols, static_cast<size_t>(quant_groups_of(rows) * group_bytes));
+  ThreadPool::global().parallel_for(quant_groups_of(rows), 1,
+                                    [&](int64_t b, int64_t e, int) { pack_groups(b, e, p->data()); });
+  return p;
 }
 
 }  // namespace locr::kernels::cpu

@@ -7,7 +7,6 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
 #include "kernels/cpu/quant_gemm.h"
@@ -237,28 +236,16 @@ void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, i
 std::unique_ptr<QuantPacked> pack_q4_k(const void* w, int64_t rows, int64_t cols) {
   check_multiple(cols, "pack_q4_k");
   const int64_t n_blocks = cols / kQ4KBlock;
-  auto p = std::make_unique<QuantPacked>(DType::kQ4_K, rows, cols,
-                                         static_cast<size_t>(quant_groups_of(rows) * n_blocks * cpu::kQ4KGroupBlockBytes));
-  ThreadPool::global().parallel_for(quant_groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
-    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
+  return cpu::pack_in_groups(DType::kQ4_K, rows, cols, n_blocks * cpu::kQ4KGroupBlockBytes, [&](int64_t g0, int64_t g1, uint8_t* out) {
+    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, g0, g1, out);
   });
-  return p;
 }
 
 void gemm_q4_K(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y) {
-  const int64_t rows = w.rows(), cols = w.cols();
-  if (rows <= 0 || m <= 0) return;
-  const cpu::KernelTable* t = cpu_kernel_table(isa);
-  const int64_t n_blocks = cols / kQ4KBlock;
-  // quantized_gemm hands out whole groups (tiles of 64 rows past 64 activation rows): row r0, a
-  // multiple of 16, of the packed matrix starts r0 * n_blocks * 148 bytes in.
-  cpu::quantized_gemm(
-      w.data(), rows, n_blocks * cpu::kQ4KGroupBlockBytes / cpu::kQ4KGroupRows, x, cols, m,
-      n_blocks * cpu::kQ4KActBlockBytes, y, /*tile_rows=*/64,
-      [&](const float* xr, uint8_t* out) { quantize_act_q8_K(xr, out, cols); },
-      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
-        t->gemm_q4_k(wt, quant_groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
-      });
+  if (w.rows() <= 0 || m <= 0) return;
+  const int64_t cols = w.cols();
+  cpu::packed_gemm(cpu_kernel_table(isa)->gemm_q4_k, w, kQ4KBlock, cpu::kQ4KGroupBlockBytes, cpu::kQ4KActBlockBytes, x, m, y,
+                   [&](const float* xr, uint8_t* out) { quantize_act_q8_K(xr, out, cols); });
 }
 
 void gemm_q4_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {

@@ -7,7 +7,6 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q6_k_block.h"
 #include "kernels/cpu/quant_gemm.h"
@@ -184,27 +183,16 @@ void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, i
 std::unique_ptr<QuantPacked> pack_q6_k(const void* w, int64_t rows, int64_t cols) {
   check_multiple(cols, "pack_q6_k");
   const int64_t n_blocks = cols / kQ6KBlock;
-  auto p = std::make_unique<QuantPacked>(DType::kQ6_K, rows, cols,
-                                         static_cast<size_t>(quant_groups_of(rows) * n_blocks * cpu::kQ6KGroupBlockBytes));
-  ThreadPool::global().parallel_for(quant_groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
-    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
+  return cpu::pack_in_groups(DType::kQ6_K, rows, cols, n_blocks * cpu::kQ6KGroupBlockBytes, [&](int64_t g0, int64_t g1, uint8_t* out) {
+    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, g0, g1, out);
   });
-  return p;
 }
 
 void gemm_q6_K(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y) {
-  const int64_t rows = w.rows(), cols = w.cols();
-  if (rows <= 0 || m <= 0) return;
-  const cpu::KernelTable* t = cpu_kernel_table(isa);
-  const int64_t n_blocks = cols / kQ6KBlock;
-  // quantized_gemm hands out whole groups (tiles of 64 rows past 64 activation rows): row r0, a
-  // multiple of 16, of the packed matrix starts r0 * n_blocks * 210 bytes in, as a GGUF row would.
-  cpu::quantized_gemm(
-      w.data(), rows, n_blocks * kQ6KBlockBytes, x, cols, m, n_blocks * cpu::kQ6KActBlockBytes, y, /*tile_rows=*/64,
-      [&](const float* xr, uint8_t* out) { quantize_act_q6_k(xr, out, cols); },
-      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
-        t->gemm_q6_k(wt, quant_groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
-      });
+  if (w.rows() <= 0 || m <= 0) return;
+  const int64_t cols = w.cols();
+  cpu::packed_gemm(cpu_kernel_table(isa)->gemm_q6_k, w, kQ6KBlock, cpu::kQ6KGroupBlockBytes, cpu::kQ6KActBlockBytes, x, m, y,
+                   [&](const float* xr, uint8_t* out) { quantize_act_q6_k(xr, out, cols); });
 }
 
 void gemm_q6_K(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {

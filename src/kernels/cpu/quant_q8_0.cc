@@ -7,7 +7,6 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q8_0_block.h"
 #include "kernels/cpu/quant_gemm.h"
@@ -83,8 +82,6 @@ void pack_groups(const uint8_t* w, int64_t rows, int64_t n_blocks, int64_t g0, i
   }
 }
 
-int64_t groups_of(int64_t rows) { return quant_groups_of(rows); }
-
 }  // namespace
 
 void quantize_row_q8_0(const float* x, void* y, int64_t n) {
@@ -99,28 +96,17 @@ void quantize_row_q8_0(const float* x, void* y, int64_t n) {
 std::unique_ptr<QuantPacked> pack_q8_0(const void* w, int64_t rows, int64_t cols) {
   check_multiple(cols, "pack_q8_0");
   const int64_t n_blocks = cols / kQ8Block;
-  auto p = std::make_unique<QuantPacked>(DType::kQ8_0, rows, cols,
-                                         static_cast<size_t>(groups_of(rows) * n_blocks * kQ8GroupBlockBytes));
-  ThreadPool::global().parallel_for(groups_of(rows), 1, [&](int64_t b, int64_t e, int) {
-    pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, b, e, p->data());
-  });
-  return p;
+  return cpu::pack_in_groups(DType::kQ8_0, rows, cols, n_blocks * kQ8GroupBlockBytes,
+                             [&](int64_t g0, int64_t g1, uint8_t* out) {
+                               pack_groups(static_cast<const uint8_t*>(w), rows, n_blocks, g0, g1, out);
+                             });
 }
 
 void gemm_q8_0(CpuIsa isa, const QuantPacked& w, const float* x, int64_t m, float* y) {
-  const int64_t rows = w.rows(), cols = w.cols();
-  if (rows <= 0 || m <= 0) return;
-  const cpu::KernelTable* t = cpu_kernel_table(isa);
-  const int64_t n_blocks = cols / kQ8Block;
-  // quantized_gemm hands out whole groups: row r0 (a multiple of 16, of 64 past 64 activation rows:
-  // four groups per tile call, each line shared by more rows) of the packed matrix starts
-  // r0 * n_blocks * 34 bytes in, as a GGUF row would.
-  cpu::quantized_gemm(
-      w.data(), rows, n_blocks * kQ8BlockBytes, x, cols, m, n_blocks * kQ8ActBlockBytes, y, /*tile_rows=*/64,
-      [&](const float* xr, uint8_t* out) { quantize_act_q8_0(xr, out, cols); },
-      [&](const uint8_t* wt, int64_t nr, const uint8_t* xt, int64_t mr, float* yt) {
-        t->gemm_q8_0(wt, groups_of(nr), nr, xt, mr, n_blocks, yt, rows);
-      });
+  if (w.rows() <= 0 || m <= 0) return;
+  const int64_t cols = w.cols();
+  cpu::packed_gemm(cpu_kernel_table(isa)->gemm_q8_0, w, kQ8Block, kQ8GroupBlockBytes, kQ8ActBlockBytes, x, m, y,
+                   [&](const float* xr, uint8_t* out) { quantize_act_q8_0(xr, out, cols); });
 }
 
 void gemm_q8_0(CpuIsa isa, const void* w, int64_t rows, int64_t cols, const float* x, int64_t m, float* y) {
