@@ -1,6 +1,6 @@
-// A quantized weight matrix in a CPU kernel's own layout (q8_0_block.h, q4_k_block.h: groups of 16
-// rows), made once at load by pack_q8_0 / pack_q4_k from GGUF rows: its dtype, its shape and its
-// 64-byte aligned bytes.
+// A quantized weight matrix in a CPU kernel's own layout (q8_0_block.h, q4_k_block.h, q6_k_block.h:
+// groups of 16 rows), made once at load by pack_q8_0 / pack_q4_k / pack_q6_k from GGUF rows: its
+// dtype, its shape and its 64-byte aligned bytes.
 #pragma once
 
 #include <algorithm>

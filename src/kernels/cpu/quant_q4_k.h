@@ -4,13 +4,12 @@
 //
 // The weights are repacked once (pack_q4_k: the same values, in groups of 16 rows, q4_k_block.h) so
 // that one vector holds 16 rows. Every ISA path (generic, avx2, avx2-vnni, avx512, avx512-vnni)
-// returns the same bits for the same inputs, whatever the batch (kernel_table.h gemm_q4_k). The reference is
-// io::dequantize_row: a Q4_K dot product equals the double dot product of the dequantized weight
+// returns the same bits for the same inputs, whatever the batch (kernel_table.h gemm_q4_k). The
+// reference is io::dequantize_row: a Q4_K dot product equals the double dot product of the dequantized weight
 // row and the quantized-dequantized activation row up to float rounding.
 #pragma once
 
 #include <cstdint>
-
 #include <memory>
 
 #include "kernels/cpu/cpu_ops.h"
