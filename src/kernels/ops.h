@@ -58,6 +58,10 @@ struct AttentionParams {
   float scale = 1.0f;
   bool causal = false;       // query i sits at position q_offset + i; sees keys j <= q_offset + i
   int64_t q_offset = 0;
+  // The rows are a prompt's (prefill), not tokens being decoded or verified: the CPU backends
+  // then compute them as they compute a whole prompt, however few they are, so that a prompt's
+  // rows get the same bits whether it runs in one step, in chunks, or after a cached prefix.
+  bool prompt_rows = false;
   // Paged KV: when block_table is set, key/value row j lives at row
   // block_table[j / block_size] * block_size + j % block_size of the k/v pools.
   const int32_t* block_table = nullptr;
@@ -107,6 +111,9 @@ struct PagedBatch {
   int64_t block_size = 0;
   int64_t max_q = 0;        // longest query run (1: pure decode)
   int64_t max_seq_len = 0;  // longest seq_lens entry (device split-K sizing)
+  // Host only, may be null: nonzero where sequence i's rows are prompt rows
+  // (AttentionParams::prompt_rows).
+  const int32_t* host_prompt = nullptr;
 };
 
 // The sequences of one decoder step for the recurrent (Gated DeltaNet) layers of the Qwen3.5

@@ -52,6 +52,7 @@ void Ops::run_paged_attention(const View& q, const KvLayer& kv, const PagedBatch
     ap.scale = scale;
     ap.causal = true;
     ap.q_offset = ap.n_kv - n_new;
+    ap.prompt_rows = b.host_prompt != nullptr && b.host_prompt[i] != 0;
     ap.block_table = b.host_tables + i * b.max_blocks;
     ap.block_size = b.block_size;
     ap.k_scale = kv.k_scale;

@@ -139,7 +139,7 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     float* xr = x.data<float>() + row * H;
     model_.decoder().embed(s.ids, s.n, xr);
     write_image_rows(s, xr, H);
-    steps.push_back({s.pos0, s.n, s.block_table});
+    steps.push_back({s.pos0, s.n, s.block_table, s.prompt});
     want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
     row += s.n;
   }

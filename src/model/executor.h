@@ -106,6 +106,9 @@ struct StepSeq {
   // Executors with recurrent state (state_slots() > 0): the sequence's slot, < state_slots(); the
   // state starts from zero at pos0 == 0 (a sequence can only be continued from its own slot).
   int32_t state_slot = 0;
+  // The rows are prompt rows (a prefill, possibly after a cached prefix or as one chunk of it),
+  // not tokens being decoded or verified (kernels::AttentionParams::prompt_rows).
+  bool prompt = false;
 };
 
 struct StepOutput {

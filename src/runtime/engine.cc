@@ -655,6 +655,10 @@ bool Engine::step() {
     st.pos0 = s.n_computed;
     st.block_table = s.table.data();
     st.table_len = static_cast<int64_t>(s.table.size());
+    // Prompt rows (the first of them still in the prompt; a recomputation after preemption also
+    // takes the generated tokens that follow): computed as a whole prompt is, so a prompt gives
+    // the same bits alone, in chunks, or after a cached prefix.
+    st.prompt = s.verify.empty() && s.n_computed < static_cast<int64_t>(s.n_prompt);
     if (exec_->state_slots() > 0) {
       LOCR_CHECK(s.slot >= 0, "a running sequence of a hybrid model holds no state slot");
       st.state_slot = s.slot;

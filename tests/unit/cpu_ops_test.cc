@@ -357,6 +357,74 @@ TEST_P(CpuOpsTest, AttentionOddHeadDims) {
   check_attention(2, 50, 2, 1, 18, true, 48, 0);
 }
 
+// A prompt's rows (AttentionParams::prompt_rows) give the same bits however the prompt is split:
+// all at once (the tiled path), or in pieces after a prefix already in the cache (q_offset > 0),
+// down to single rows, which without prompt_rows would take the few-row decode path. So a prompt
+// whose prefix came from the prefix cache, or that ran in chunks, gives the logits of one computed
+// whole. Causal, GQA, head dims of 64 and 128, F32 and BF16 keys and values, contiguous or paged.
+TEST_P(CpuOpsTest, AttentionPromptRowsDoNotDependOnTheSplit) {
+  struct Case {
+    int64_t n, heads, kv_heads, hd, block_size;
+    DType kv_dtype;
+  };
+  for (const Case& c : {Case{150, 4, 2, 128, 0, DType::kF32}, Case{97, 3, 1, 64, 16, DType::kF32},
+                        Case{150, 4, 2, 128, 16, DType::kBF16}, Case{70, 2, 2, 64, 0, DType::kBF16}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << c.n << " hd=" << c.hd << " block_size=" << c.block_size << " kv "
+                                    << dtype_name(c.kv_dtype));
+    const int64_t qw = c.heads * c.hd, kvw = c.kv_heads * c.hd;
+    const auto q = random_vec(c.n * qw, 41, -2.0f, 2.0f);
+    const auto kf = random_vec(c.n * kvw, 42, -2.0f, 2.0f);
+    const auto vf = random_vec(c.n * kvw, 43);
+    // Keys and values in the cache's type, in pool rows through a reversed block table when paged.
+    const int64_t bs = c.block_size > 0 ? c.block_size : c.n, n_blocks = (c.n + bs - 1) / bs;
+    std::vector<int32_t> table(n_blocks);
+    for (int64_t b = 0; b < n_blocks; ++b) table[b] = static_cast<int32_t>(n_blocks - 1 - b);
+    const size_t esz = c.kv_dtype == DType::kBF16 ? 2 : 4;
+    std::vector<uint8_t> k(n_blocks * bs * kvw * esz), v(k.size());
+    for (int64_t j = 0; j < c.n; ++j) {
+      const int64_t row = c.block_size > 0 ? table[j / bs] * bs + j % bs : j;
+      for (int64_t e = 0; e < kvw; ++e) {
+        const size_t at = (row * kvw + e) * esz;
+        if (esz == 2) {
+          const uint16_t kb = f32_to_bf16(kf[j * kvw + e]), vb = f32_to_bf16(vf[j * kvw + e]);
+          std::memcpy(&k[at], &kb, 2);
+          std::memcpy(&v[at], &vb, 2);
+        } else {
+          std::memcpy(&k[at], &kf[j * kvw + e], 4);
+          std::memcpy(&v[at], &vf[j * kvw + e], 4);
+        }
+      }
+    }
+    const int64_t pool_rows = n_blocks * bs;
+    auto run = [&](int64_t r0, int64_t r1, float* out) {
+      AttentionParams p;
+      p.n_kv = r1;
+      p.n_heads = c.heads;
+      p.n_kv_heads = c.kv_heads;
+      p.head_dim = c.hd;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+      p.causal = true;
+      p.q_offset = r0;
+      p.prompt_rows = true;
+      if (c.block_size > 0) {
+        p.block_table = table.data();
+        p.block_size = bs;
+      }
+      const int64_t kv_rows = c.block_size > 0 ? pool_rows : r1;
+      ops_->attention(hv(q, c.n, qw).rows_range(r0, r1 - r0), hv_kv(k.data(), c.kv_dtype, kv_rows, kvw, kvw),
+                      hv_kv(v.data(), c.kv_dtype, kv_rows, kvw, kvw), hv(out + r0 * qw, r1 - r0, qw), p);
+    };
+    std::vector<float> whole(c.n * qw), split(c.n * qw, NAN);
+    run(0, c.n, whole.data());
+    for (int64_t piece : {1, 2, 5, 17, 18, 40, 64, 65}) {
+      std::fill(split.begin(), split.end(), NAN);
+      for (int64_t r0 = 0; r0 < c.n; r0 += piece) run(r0, std::min(c.n, r0 + piece), split.data());
+      EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)), 0)
+          << "the prompt in pieces of " << piece << " rows differs from the prompt at once";
+    }
+  }
+}
+
 TEST_P(CpuOpsTest, RmsNorm) {
   for (int64_t dim : {1, 15, 17, 33, 1024}) {
     for (DType dt : {DType::kF32, DType::kBF16}) {

@@ -234,6 +234,68 @@ TEST_P(CpuExecutorTest, VerificationRowsEqualOneRowDecodeStepsBitForBit) {
   }
 }
 
+// A prompt's logits do not depend on how it reached the decoder: in one step, after a prefix
+// already in the cache (what a prefix-cache hit leaves to compute: down to one row), or in chunks
+// beside another sequence's decode row. Its rows are marked as prompt rows (StepSeq::prompt), as the
+// engine marks them, and the attention computes them as it computes a whole prompt.
+TEST_P(CpuExecutorTest, PromptAfterACachedPrefixOrInChunksMatchesTheWholePromptBitForBit) {
+  const LightOnOcr& m = tiny(GetParam());
+  const auto& tc = m.config().text;
+  const int64_t V = tc.vocab_size;
+  const int bs = 4;
+  ExecutorOptions eo;
+  eo.block_size = bs;
+  eo.kv_cache_bytes = 256 * KvPool::bytes_per_block(tc, bs, m.decoder().kv_dtype());
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "Line " + std::to_string(i) + " of a cached page, ";
+  const std::vector<int32_t> prompt = text_ids(m, text), other = text_ids(m, "Another sequence");
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  ASSERT_GT(P, 80);
+  std::vector<int32_t> table(200), table_b(16);
+  std::iota(table.begin(), table.end(), 16);
+  std::iota(table_b.begin(), table_b.end(), 0);
+  auto seq = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& tab, int64_t pos0, int64_t n,
+                 bool logits, bool prompt_rows) {
+    StepSeq s;
+    s.ids = ids.data() + pos0;
+    s.n = n;
+    s.pos0 = pos0;
+    s.block_table = tab.data();
+    s.table_len = static_cast<int64_t>(tab.size());
+    s.want_logits = logits;
+    s.prompt = prompt_rows;
+    return s;
+  };
+  StepOutput out;
+  CpuExecutor whole(m, eo);
+  whole.step({seq(prompt, table, 0, P, true, true)}, &out);
+  ASSERT_EQ(out.logits.dim(0), 1);
+  const std::vector<float> ref(out.logits.data<float>(), out.logits.data<float>() + V);
+  // The prefix (as an earlier request computed it), then the rest.
+  for (const int64_t tail : {int64_t{1}, int64_t{3}, int64_t{16}, int64_t{17}, int64_t{40}}) {
+    CpuExecutor cached(m, eo);
+    cached.step({seq(prompt, table, 0, P - tail, false, true)}, &out);
+    cached.step({seq(prompt, table, P - tail, tail, true, true)}, &out);
+    ASSERT_EQ(out.logits.dim(0), 1);
+    EXPECT_TRUE(same_bits(out.logits.data<float>(), ref.data(), V)) << "the last " << tail << " of " << P << " rows after the rest";
+  }
+  // Chunks of 7 rows, each step beside another sequence's prompt and then its decode rows.
+  CpuExecutor chunked(m, eo);
+  std::vector<int32_t> other_ids = other;
+  other_ids.resize(other.size() + 64, 5);
+  int64_t other_pos = 0;
+  for (int64_t r0 = 0; r0 < P; r0 += 7) {
+    const int64_t n = std::min<int64_t>(7, P - r0);
+    const bool first = other_pos == 0;
+    const int64_t on = first ? static_cast<int64_t>(other.size()) : 1;
+    chunked.step({seq(other_ids, table_b, other_pos, on, true, first), seq(prompt, table, r0, n, r0 + n == P, true)},
+                 &out);
+    other_pos += on;
+  }
+  ASSERT_EQ(out.logits.dim(0), 2);
+  EXPECT_TRUE(same_bits(out.logits.data<float>() + V, ref.data(), V)) << "the prompt in chunks of 7 rows";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CpuExecutorTest, ::testing::Values("cpu-f32", "cpu-bf16"));
 
 TEST(Executor, FactoryPicksCpuAndGenerateRunsOnIt) {

@@ -581,12 +581,15 @@ class CpuOps final : public Ops {
     a.k_scale = p.k_scale;
     a.v_scale = p.v_scale;
     ThreadPool& pool = ThreadPool::global();
-    if (p.n_q <= kAttnRowsMaxQ) {
+    if (p.n_q <= kAttnRowsMaxQ && !p.prompt_rows) {
       // Split the keys into chunks (several per thread for balance), then merge per query row.
       // A paged cache is read through its block table inside the kernel, so chunks span blocks.
       // Each row's chunks follow from the keys that row sees alone, so a row gives the same bits
       // as a one-row decode at its position: the rows of a speculative verification step equal
-      // the decode steps they stand for.
+      // the decode steps they stand for. A prompt's rows take the tiles below however few they
+      // are: in a tile a row's bits depend only on the keys it sees (64-key blocks from key 0,
+      // masked probabilities exactly 0), so a prompt gives the same bits at once, in chunks or
+      // after a cached prefix.
       a.block_table = p.block_table;
       a.block_size = p.block_size;
       const int64_t threads = pool.size();
@@ -627,11 +630,8 @@ class CpuOps final : public Ops {
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
     // cpu-bf16 where vdpbf16ps beats FMA: the bidirectional tiles (the vision encoder's) on bf16
     // pairs, over K and V packed per kv head (from the rows as they are when they are f32, else from
-    // the copy below). Causal attention (the decoder's prefill) stays f32, as the few-row path that
-    // scores the same prompt from the prefix cache or in decode steps: a cached prompt then gives
-    // the logits of a computed one up to summation order, not up to four bf16 roundings.
-    // Opt-in (LOCR_CPU_ATTN_DOT=1) for now: with it, a greedy server test over long random-model
-    // outputs (test_ocr_jobs' resumed job against a fresh request) diverged, not yet explained.
+    // the copy below). Causal attention (the decoder's prefill) stays f32, as its decode rows on
+    // the few-row path are. Opt-in (LOCR_CPU_ATTN_DOT=1) for now.
     const bool dot_tile =
         precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && !p.causal && attention_dot_opt_in();
     // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times

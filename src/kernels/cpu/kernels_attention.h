@@ -81,8 +81,11 @@ inline void pv_dispatch(int ir, int64_t jn, const float* vb, int64_t kv_stride, 
 }
 
 // Online softmax over one key block for all QV * W query columns of S (in the log2 domain).
-// m, l: running max and sum per query column; alpha_out: the rescale factor of O rows.
-template <int QV>
+// m, l: running max and sum per query column; alpha_out: the rescale factor of O rows. Masked:
+// the block holds masked (-inf) scores, whose probabilities are then exactly 0 (exp2 alone would
+// give 2^-126), so a query row's result depends only on the keys it sees and not on which other
+// rows share its tile (a prompt's rows give the same bits however the prompt is split).
+template <int QV, bool Masked = false>
 inline void softmax_block(float* s, int64_t jn, vf (&m)[QV], vf (&l)[QV], float* alpha_out) {
   constexpr int BQ = QV * W;
   const vf ninf = vset1(-INFINITY);
@@ -93,7 +96,9 @@ inline void softmax_block(float* s, int64_t jn, vf (&m)[QV], vf (&l)[QV], float*
     const vf alpha = vexp2_softmax(vsub(m[v], ms));
     vf sum = vzero();
     for (int64_t j = 0; j < jn; ++j) {
-      const vf p = vexp2_softmax(vsub(vload(s + j * BQ + v * W), ms));
+      const vf sj = vload(s + j * BQ + v * W);
+      vf p = vexp2_softmax(vsub(sj, ms));
+      if constexpr (Masked) p = vblend(veq(sj, ninf), p, vzero());
       vstore(s + j * BQ + v * W, p);
       sum = vadd(sum, p);
     }
@@ -160,8 +165,12 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
     const float* kb = a.k + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t jj = 0; jj < jn; jj += kJR)
       qk_dispatch(static_cast<int>(min64(kJR, jn - jj)), kb + jj * a.kv_stride, a.kv_stride, hd, qt, s + jj * kBQ);
-    if (a.causal) mask_causal<kAttnQV>(s, jn, j0 - a.q_offset - q0);
-    softmax_block(s, jn, m, l, alpha);
+    if (a.causal && j0 + jn - 1 > a.q_offset + q0) {  // keys past the tile's first query
+      mask_causal<kAttnQV>(s, jn, j0 - a.q_offset - q0);
+      softmax_block<kAttnQV, true>(s, jn, m, l, alpha);
+    } else {
+      softmax_block<kAttnQV>(s, jn, m, l, alpha);
+    }
     // O's rescale by alpha rides on the PV kernel's load of O (none before the first block).
     const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {

@@ -21,6 +21,7 @@ HostStepBatch::HostStepBatch(const TextConfig& cfg, const std::vector<SeqStep>& 
   slots.resize(R);
   cu_q.assign(n + 1, 0);
   seq_lens.resize(n);
+  prompt.resize(n);
   tables.assign(n * max_blocks, 0);  // entries past a sequence's blocks are never read
   int64_t row = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -36,6 +37,7 @@ HostStepBatch::HostStepBatch(const TextConfig& cfg, const std::vector<SeqStep>& 
     const int64_t nb = (s.pos0 + s.n_new + bs - 1) / bs;
     std::copy(s.block_table, s.block_table + nb, tables.begin() + i * max_blocks);
     seq_lens[i] = static_cast<int32_t>(s.pos0 + s.n_new);
+    prompt[i] = s.prompt ? 1 : 0;
     row += s.n_new;
     cu_q[i + 1] = static_cast<int32_t>(row);
   }
@@ -52,6 +54,7 @@ HostStepBatch::HostStepBatch(const TextConfig& cfg, const std::vector<SeqStep>& 
   a.block_size = bs;
   a.max_q = max_q;
   a.max_seq_len = max_len;
+  a.host_prompt = prompt.data();
 }
 
 }  // namespace locr::model

@@ -19,6 +19,7 @@ struct SeqStep {
   int64_t pos0 = 0;
   int64_t n_new = 0;
   const int32_t* block_table = nullptr;
+  bool prompt = false;  // prompt rows (kernels::AttentionParams::prompt_rows)
 };
 
 struct StepBatch {
@@ -38,7 +39,7 @@ class HostStepBatch {
   const StepBatch& batch() const { return b_; }
 
   std::vector<float> cos, sin;
-  std::vector<int32_t> slots, cu_q, seq_lens, tables;
+  std::vector<int32_t> slots, cu_q, seq_lens, tables, prompt;
 
  private:
   StepBatch b_;

@@ -75,7 +75,7 @@ enum Slot { kH, kProj, kConv, kCore, kAttn, kO, kGateUp, kArrays };
 // The step's host arrays, and their copies in backend memory when the backend has its own.
 struct StepArrays {
   std::vector<float> cos, sin;
-  std::vector<int32_t> slots, cu_q, seq_lens, tables, state_slots, fresh;
+  std::vector<int32_t> slots, cu_q, seq_lens, tables, state_slots, fresh, prompt;
   int64_t max_blocks = 1, max_q = 0, max_len = 0;
 };
 
@@ -109,6 +109,7 @@ void Decoder::forward(float* x_data, const std::vector<Seq>& seqs, KvPool& kv, S
   a.tables.assign(n * a.max_blocks, 0);
   a.state_slots.resize(n);
   a.fresh.resize(n);
+  a.prompt.resize(n);
   int64_t row = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Seq& s = seqs[i];
@@ -135,6 +136,7 @@ void Decoder::forward(float* x_data, const std::vector<Seq>& seqs, KvPool& kv, S
     a.seq_lens[i] = static_cast<int32_t>(s.kv_pos0 + s.n_new);
     a.state_slots[i] = s.state_slot;
     a.fresh[i] = s.fresh ? 1 : 0;
+    a.prompt[i] = s.prompt ? 1 : 0;
     row += s.n_new;
     a.cu_q[i + 1] = static_cast<int32_t>(row);
   }
@@ -165,6 +167,7 @@ void Decoder::forward(float* x_data, const std::vector<Seq>& seqs, KvPool& kv, S
   pb.block_size = bs;
   pb.max_q = a.max_q;
   pb.max_seq_len = a.max_len;
+  pb.host_prompt = a.prompt.data();
   kernels::StateBatch sb;
   sb.n_seqs = n;
   sb.cu_q = pb.cu_q;

@@ -60,6 +60,7 @@ struct Seq {
   int64_t rope_pos0 = 0;
   int32_t state_slot = 0;
   bool fresh = false;
+  bool prompt = false;  // prompt rows (kernels::AttentionParams::prompt_rows)
 };
 
 class Decoder {

@@ -89,6 +89,7 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     q.positions = p3.data();
     q.state_slot = s.state_slot;
     q.fresh = s.pos0 == 0;
+    q.prompt = s.prompt;
     steps.push_back(q);
     want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
     row += s.n;
