@@ -169,7 +169,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---------------------------------------------------------------------------------------------
 
-bool attention_dot_opt_in();  // LOCR_CPU_ATTN_DOT=1: bidirectional attention tiles on vdpbf16ps
+bool attention_dot_allowed();  // LOCR_CPU_ATTN_DOT=0: no bidirectional attention tiles on vdpbf16ps
 
 class CpuOps final : public Ops {
  public:
@@ -631,9 +631,9 @@ class CpuOps final : public Ops {
     // cpu-bf16 where vdpbf16ps beats FMA: the bidirectional tiles (the vision encoder's) on bf16
     // pairs, over K and V packed per kv head (from the rows as they are when they are f32, else from
     // the copy below). Causal attention (the decoder's prefill) stays f32, as its decode rows on
-    // the few-row path are. Opt-in (LOCR_CPU_ATTN_DOT=1) for now.
+    // the few-row path are. LOCR_CPU_ATTN_DOT=0 keeps the f32 tiles (for comparisons).
     const bool dot_tile =
-        precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && !p.causal && attention_dot_opt_in();
+        precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && !p.causal && attention_dot_allowed();
     // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
     // its scale), in the same copy.
     a.kv_bf16 = false;
@@ -778,10 +778,10 @@ class CpuOps final : public Ops {
 // For "cpu-bf16" on an AVX512_BF16 machine: use vdpbf16ps only where it beats 512-bit FMA on
 // bf16-rounded inputs (same products, exact in f32; only the summation order differs).
 // LOCR_CPU_BF16_DOT=0/1 overrides the one-time measurement.
-bool attention_dot_opt_in() {
+bool attention_dot_allowed() {
   static const bool on = [] {
     const char* env = std::getenv("LOCR_CPU_ATTN_DOT");
-    return env != nullptr && std::string(env) == "1";
+    return env == nullptr || std::string(env) != "0";
   }();
   return on;
 }
