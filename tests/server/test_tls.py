@@ -69,7 +69,7 @@ def certs(tmp_path_factory):
 def tls_server(certs):
     key, cert = certs
     s = TlsServer("--ssl-keyfile", str(key), "--ssl-certfile", str(cert), "--served-model-name", NAME,
-                  "--max-model-len", "512", "--max-header-bytes", "4096")
+                  "--max-model-len", "8192", "--max-header-bytes", "4096")
     deadline = time.time() + 30
     while time.time() < deadline:
         try:
@@ -141,7 +141,9 @@ def test_header_limit_over_tls(tls_server, certs):
 def test_client_disconnect_over_tls(tls_server, certs):
     _, cert = certs
     ctx = ssl.create_default_context(cafile=str(cert))
-    body = b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":400,"temperature":0,"ignore_eos":true,"stream":true}'
+    # Long enough that the generation is still running when the client goes (400 tokens of the tiny
+    # model took under 0.1 s, less than the stream's 100 ms liveness poll, and the test then raced).
+    body = b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":4000,"temperature":0,"ignore_eos":true,"stream":true}'
     with socket.create_connection(("127.0.0.1", tls_server.port)) as raw:
         with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
             s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

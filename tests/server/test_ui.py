@@ -114,11 +114,17 @@ def srv():
     assert s.stop() == 0
 
 
-def test_two_page_pdf_progress_pages_and_download(srv, tmp_path):
+def test_two_page_pdf_progress_pages_and_download(tmp_path):
     pdf = tmp_path / "two-pages.pdf"
     pdf.write_bytes(make_pdf(2))
     downloads = tmp_path / "downloads"
     downloads.mkdir()
+    # Every page runs to max_tokens (a forced output longer than that), so that each takes long
+    # enough for progress events whatever the random model would write (it may stop after a few
+    # hundred tokens, too soon to see a page running).
+    forced = tmp_path / "forced.txt"
+    forced.write_text("".join(f"Line {i} of a long page.\n" for i in range(600)))
+    srv = Server("--served-model-name", NAME, "--max-model-len", "16384", "--debug-forced-output", f"@{forced}")
     d = browser(downloads)
     try:
         d.get(srv.url + "/")
@@ -174,6 +180,7 @@ def test_two_page_pdf_progress_pages_and_download(srv, tmp_path):
         assert severe_console_errors(d) == []
     finally:
         d.quit()
+        assert srv.stop() == 0
 
 
 def test_text_layer_pdf_shows_its_drafts(srv, tmp_path):

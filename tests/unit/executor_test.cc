@@ -39,6 +39,29 @@ std::vector<int32_t> text_ids(const LightOnOcr& m, const std::string& text) {
 
 bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
+// Blocks of 4 tokens, a pool of n_blocks.
+ExecutorOptions small_pool(const LightOnOcr& m, int64_t n_blocks) {
+  ExecutorOptions eo;
+  eo.block_size = 4;
+  eo.kv_cache_bytes = n_blocks * KvPool::bytes_per_block(m.config().text, 4, m.decoder().kv_dtype());
+  return eo;
+}
+
+// n tokens of ids from pos0, keys in the blocks of tab.
+StepSeq step_seq(const std::vector<int32_t>& ids, const std::vector<int32_t>& tab, int64_t pos0, int64_t n,
+                 bool logits, int64_t n_logits, bool prompt = false) {
+  StepSeq s;
+  s.ids = ids.data() + pos0;
+  s.n = n;
+  s.pos0 = pos0;
+  s.block_table = tab.data();
+  s.table_len = static_cast<int64_t>(tab.size());
+  s.want_logits = logits;
+  s.n_logits = n_logits;
+  s.prompt = prompt;
+  return s;
+}
+
 class CpuExecutorTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CpuExecutorTest, SeveralSequencesMatchDirectDecoderBitForBit) {
@@ -178,10 +201,7 @@ TEST_P(CpuExecutorTest, VerificationRowsEqualOneRowDecodeStepsBitForBit) {
   const LightOnOcr& m = tiny(GetParam());
   const auto& tc = m.config().text;
   const int64_t V = tc.vocab_size;
-  const int bs = 4;
-  ExecutorOptions eo;
-  eo.block_size = bs;
-  eo.kv_cache_bytes = 256 * KvPool::bytes_per_block(tc, bs, m.decoder().kv_dtype());
+  const ExecutorOptions eo = small_pool(m, 256);
   std::string long_text;
   for (int i = 0; i < 40; ++i) long_text += "Row " + std::to_string(i) + " of a long page, ";
   for (const std::string& text : {std::string("Verify these draft tokens, please."), long_text}) {
@@ -194,17 +214,7 @@ TEST_P(CpuExecutorTest, VerificationRowsEqualOneRowDecodeStepsBitForBit) {
   std::vector<int32_t> all = prompt;
   all.insert(all.end(), cont.begin(), cont.end());
   auto seq = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& tab, int64_t pos0, int64_t n,
-                 int64_t n_logits) {
-    StepSeq s;
-    s.ids = ids.data() + pos0;
-    s.n = n;
-    s.pos0 = pos0;
-    s.block_table = tab.data();
-    s.table_len = static_cast<int64_t>(tab.size());
-    s.want_logits = true;
-    s.n_logits = n_logits;
-    return s;
-  };
+                 int64_t n_logits) { return step_seq(ids, tab, pos0, n, true, n_logits); };
   const int64_t P = static_cast<int64_t>(prompt.size()), K1 = static_cast<int64_t>(cont.size());
   // One-row decode steps.
   CpuExecutor one(m, eo);
@@ -242,10 +252,7 @@ TEST_P(CpuExecutorTest, PromptAfterACachedPrefixOrInChunksMatchesTheWholePromptB
   const LightOnOcr& m = tiny(GetParam());
   const auto& tc = m.config().text;
   const int64_t V = tc.vocab_size;
-  const int bs = 4;
-  ExecutorOptions eo;
-  eo.block_size = bs;
-  eo.kv_cache_bytes = 256 * KvPool::bytes_per_block(tc, bs, m.decoder().kv_dtype());
+  const ExecutorOptions eo = small_pool(m, 256);
   std::string text;
   for (int i = 0; i < 12; ++i) text += "Line " + std::to_string(i) + " of a cached page, ";
   const std::vector<int32_t> prompt = text_ids(m, text), other = text_ids(m, "Another sequence");
@@ -255,17 +262,7 @@ TEST_P(CpuExecutorTest, PromptAfterACachedPrefixOrInChunksMatchesTheWholePromptB
   std::iota(table.begin(), table.end(), 16);
   std::iota(table_b.begin(), table_b.end(), 0);
   auto seq = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& tab, int64_t pos0, int64_t n,
-                 bool logits, bool prompt_rows) {
-    StepSeq s;
-    s.ids = ids.data() + pos0;
-    s.n = n;
-    s.pos0 = pos0;
-    s.block_table = tab.data();
-    s.table_len = static_cast<int64_t>(tab.size());
-    s.want_logits = logits;
-    s.prompt = prompt_rows;
-    return s;
-  };
+                 bool logits, bool prompt_rows) { return step_seq(ids, tab, pos0, n, logits, 1, prompt_rows); };
   StepOutput out;
   CpuExecutor whole(m, eo);
   whole.step({seq(prompt, table, 0, P, true, true)}, &out);

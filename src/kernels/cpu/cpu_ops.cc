@@ -628,12 +628,11 @@ class CpuOps final : public Ops {
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
     std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
-    // cpu-bf16 where vdpbf16ps beats FMA: the bidirectional tiles (the vision encoder's) on bf16
-    // pairs, over K and V packed per kv head (from the rows as they are when they are f32, else from
-    // the copy below). Causal attention (the decoder's prefill) stays f32, as its decode rows on
-    // the few-row path are. LOCR_CPU_ATTN_DOT=0 keeps the f32 tiles (for comparisons).
-    const bool dot_tile =
-        precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && !p.causal && attention_dot_allowed();
+    // cpu-bf16 where vdpbf16ps beats FMA: the tiles (the vision encoders', the decoder's prompt
+    // rows) on bf16 pairs, over K and V packed per kv head (from the rows as they are when they are
+    // f32, else from the copy below). Every prompt row takes a tile, so a cached prompt still gives
+    // the bits of a computed one. LOCR_CPU_ATTN_DOT=0 keeps the f32 tiles (for comparisons).
+    const bool dot_tile = precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && attention_dot_allowed();
     // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
     // its scale), in the same copy.
     a.kv_bf16 = false;
