@@ -607,6 +607,27 @@ TEST_P(CpuMathTest, Fp8DecodeMatchesScalar) {
   }
 }
 
+// The vector f32 -> bf16 conversion (the BF16 KV cache's stores) is core/dtype.h's f32_to_bf16 bit
+// for bit: ties to even, carries into the exponent, infinities, NaNs (quiet, top bits kept),
+// subnormals, signed zeros, random values; tails of every length.
+TEST_P(CpuMathTest, Bf16RoundingMatchesScalar) {
+  const cpu::KernelTable* t = cpu_kernel_table(GetParam());
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
+                                0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc00001u, 0x7fbfffffu,
+                                0x00000001u, 0x807fffffu, 0x00008000u, 0x00018000u, 0x477fe000u, 0xc77fe000u};
+  uint32_t s = 12345;
+  for (int i = 0; i < 300; ++i) bits.push_back(s = s * 1664525u + 1013904223u);
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * 4);
+  for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{1}, int64_t{7}, int64_t{15}, int64_t{17}, int64_t{33}}) {
+    std::vector<uint16_t> y(n + 1, 0xabcd);
+    t->f32_to_bf16_round(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(y[i], f32_to_bf16(x[i])) << std::hex << "bits 0x" << bits[i] << " (n = " << std::dec << n << ")";
+    EXPECT_EQ(y[n], 0xabcd) << "wrote past n = " << n;
+  }
+}
+
 // cpu_best_isa() is the widest supported path, or with LOCR_CPU_ISA set (CTest's isa_cap_* entries
 // run this under each name) the widest supported one not after it in kAllCpuIsas' order; every
 // path's kernel table says its own name.

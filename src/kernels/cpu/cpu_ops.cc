@@ -81,7 +81,7 @@ struct Scratch {
 };
 
 Scratch& scratch_slot(int i) {
-  thread_local Scratch s[3];
+  thread_local Scratch s[5];
   return s[i];
 }
 
@@ -627,7 +627,8 @@ class CpuOps final : public Ops {
     // Rows of K and V with several heads interleaved lie kv_stride floats apart (4 KB for 8 heads
     // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
     // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
-    std::unique_ptr<float, decltype(&std::free)> kv_copy(nullptr, &std::free);
+    // It and the bf16 packing below live in scratch kept from call to call: fresh buffers of tens of
+    // MB per layer cost their page faults again at every call.
     // cpu-bf16 where vdpbf16ps beats FMA: the tiles (the vision encoders', the decoder's prompt
     // rows) on bf16 pairs, over K and V packed per kv head (from the rows as they are when they are
     // f32, else from the copy below). Every prompt row takes a tile, so a cached prompt still gives
@@ -639,8 +640,7 @@ class CpuOps final : public Ops {
     a.kv_fp8 = false;
     if ((p.block_table || kv_bf16 || kv_fp8 || (!dot_tile && p.kv_stride != p.head_dim)) && p.n_kv > 0) {
       const int64_t per_head = p.n_kv * p.head_dim;
-      kv_copy.reset(static_cast<float*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4)));
-      float* kc = kv_copy.get();
+      float* kc = static_cast<float*>(scratch_slot(3).get(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4));
       float* vc = kc + p.n_kv_heads * per_head;
       pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
         for (int64_t j = b; j < e; ++j)
@@ -670,13 +670,11 @@ class CpuOps final : public Ops {
       a.kv_stride = p.head_dim;
       a.kv_head_stride = per_head;
     }
-    std::unique_ptr<uint16_t, decltype(&std::free)> kv_packed(nullptr, &std::free);
     if (dot_tile) {
       a.hd_pad = (p.head_dim + 31) / 32 * 32;
       a.n_kv_pad = (p.n_kv + 1) / 2 * 2;
       const int64_t per_head = a.n_kv_pad * a.hd_pad;
-      kv_packed.reset(static_cast<uint16_t*>(aligned_bytes(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 2 + 64)));
-      uint16_t* kb = kv_packed.get();
+      auto* kb = static_cast<uint16_t*>(scratch_slot(4).get(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 2 + 64));
       uint16_t* vb = kb + p.n_kv_heads * per_head;
       constexpr int64_t kRows = 64;  // even: a task's rows start a V pair
       const int64_t chunks = ceil_div(a.n_kv_pad, kRows);
@@ -701,6 +699,26 @@ class CpuOps final : public Ops {
         tile(a, h, qb * bq, sc + per * thread);
       }
     });
+  }
+
+  // A BF16 cache's rows converted by the vector kernel over the pool (a prompt writes megabytes per
+  // layer; the host default is a scalar loop). F32 and FP8 caches take the default.
+  void run_kv_store(const View& k, const View& v, const View& slots, const KvLayer& kv) override {
+    const int32_t* sl = slots.as<const int32_t>();
+    if (kv.dtype != DType::kBF16) return kv_store_host(k.f32(), k.stride, v.f32(), v.stride, sl, k.rows, kv);
+    const int64_t n = k.rows, width = kv.width();
+    for (int64_t r = 0; r < n; ++r)
+      LOCR_CHECK(sl[r] >= 0 && sl[r] < kv.rows, "KV slot ", sl[r], " outside the pool of ", kv.rows, " rows");
+    auto* kd = static_cast<uint16_t*>(kv.k);
+    auto* vd = static_cast<uint16_t*>(kv.v);
+    const float *kf = k.f32(), *vf = v.f32();
+    ThreadPool::global().parallel_for(n, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(width, 1)),
+                                      [&](int64_t b, int64_t e, int) {
+                                        for (int64_t r = b; r < e; ++r) {
+                                          t_->f32_to_bf16_round(kf + r * k.stride, kd + sl[r] * width, width);
+                                          t_->f32_to_bf16_round(vf + r * v.stride, vd + sl[r] * width, width);
+                                        }
+                                      });
   }
 
   void run_embed(const Matrix& table, const View& idv, const View& outv) override {

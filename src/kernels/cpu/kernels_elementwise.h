@@ -178,7 +178,9 @@ void k_f16_to_f32(const uint16_t* x, float* y, int64_t n) {
 }
 
 void k_f32_to_bf16_round(const float* x, uint16_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = to_bf16_scalar(x[i]);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vstore_bf16(y + i, vload(x + i));
+  if (i < n) vstore_bf16_n(y + i, vload_n(x + i, static_cast<int>(n - i)), static_cast<int>(n - i));
 }
 
 void k_rms_norm_rows(const float* x, const float* w, float eps, int64_t rows, int64_t dim, float* y) {

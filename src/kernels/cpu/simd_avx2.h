@@ -32,6 +32,22 @@ inline vf vload_bf16_n(const uint16_t* p, int n) {
   std::memcpy(tmp, p, sizeof(uint16_t) * (n < W ? n : W));
   return vload_bf16(tmp);
 }
+// f32 -> bf16 as core/dtype.h's f32_to_bf16: nearest, ties to even; a NaN keeps its top bits, made quiet.
+inline __m128i vto_bf16(vf a) {
+  const __m256i u = _mm256_castps_si256(a);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+  const __m256i h = _mm256_srli_epi32(r, 16);
+  return _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+inline void vstore_bf16(uint16_t* p, vf a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), vto_bf16(a)); }
+inline void vstore_bf16_n(uint16_t* p, vf a, int n) {
+  alignas(16) uint16_t tmp[W];
+  _mm_store_si128(reinterpret_cast<__m128i*>(tmp), vto_bf16(a));
+  std::memcpy(p, tmp, sizeof(uint16_t) * (n < W ? n : W));
+}
 inline vf vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
 inline vf vload_f16_n(const uint16_t* p, int n) {
   uint16_t tmp[W] = {0};

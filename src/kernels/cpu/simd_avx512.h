@@ -29,6 +29,18 @@ inline vf vload_bf16_n(const uint16_t* p, int n) {
   return _mm512_castsi512_ps(
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(vfirst(n), p)), 16));
 }
+// f32 -> bf16 as core/dtype.h's f32_to_bf16: nearest, ties to even; a NaN keeps its top bits, made quiet.
+inline __m256i vto_bf16(vf a) {
+  const __m512i u = _mm512_castps_si512(a);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+}
+inline void vstore_bf16(uint16_t* p, vf a) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), vto_bf16(a)); }
+inline void vstore_bf16_n(uint16_t* p, vf a, int n) { _mm256_mask_storeu_epi16(p, vfirst(n), vto_bf16(a)); }
 inline vf vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
 inline vf vload_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(vfirst(n), p)); }
 // FP8 E4M3 (core/fp8.h) -> f32 as simd_avx2.h explains, on 16 lanes: vload_fp8_lo gives the

@@ -33,6 +33,8 @@ inline vf vload_bf16(const uint16_t* p) { vf r; LOCR_VLOOP r.v[i_] = bf16_to_f32
 inline vf vload_bf16_n(const uint16_t* p, int n) {
   vf r; LOCR_VLOOP r.v[i_] = i_ < n ? bf16_to_f32(p[i_]) : 0.0f; return r;
 }
+inline void vstore_bf16(uint16_t* p, vf a) { LOCR_VLOOP p[i_] = f32_to_bf16(a.v[i_]); }
+inline void vstore_bf16_n(uint16_t* p, vf a, int n) { for (int i = 0; i < n && i < W; ++i) p[i] = f32_to_bf16(a.v[i]); }
 inline vf vload_fp8(const uint8_t* p) { vf r; LOCR_VLOOP r.v[i_] = fp8_e4m3_to_f32(p[i_]); return r; }
 inline vf vload_fp8_n(const uint8_t* p, int n) {
   vf r; LOCR_VLOOP r.v[i_] = i_ < n ? fp8_e4m3_to_f32(p[i_]) : 0.0f; return r;
