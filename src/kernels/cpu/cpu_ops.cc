@@ -169,7 +169,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---------------------------------------------------------------------------------------------
 
-bool attention_dot_allowed();  // LOCR_CPU_ATTN_DOT=0: no bidirectional attention tiles on vdpbf16ps
+bool attention_dot_allowed();  // LOCR_CPU_ATTN_DOT=0: no attention tiles on vdpbf16ps
 
 class CpuOps final : public Ops {
  public:
