@@ -123,6 +123,19 @@ inline void mask_causal(float* s, int64_t jn, int64_t first_thr) {
   }
 }
 
+// One key block [j0, j0 + jn) of the tile whose first query is q0: its causal mask where the block
+// reaches past that query, then the online softmax (masked probabilities exactly 0).
+template <int QV>
+inline void mask_softmax_block(const AttnArgs& a, int64_t q0, int64_t j0, float* s, int64_t jn, vf (&m)[QV],
+                               vf (&l)[QV], float* alpha_out) {
+  if (a.causal && j0 + jn - 1 > a.q_offset + q0) {
+    mask_causal<QV>(s, jn, j0 - a.q_offset - q0);
+    softmax_block<QV, true>(s, jn, m, l, alpha_out);
+  } else {
+    softmax_block<QV>(s, jn, m, l, alpha_out);
+  }
+}
+
 // The tile's output rows: O row i (o_ld floats apart) divided by its softmax sum (l, spilled to
 // lsum [QV * W]), written to query row q0 + i of head h.
 template <int QV>
@@ -165,12 +178,7 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
     const float* kb = a.k + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t jj = 0; jj < jn; jj += kJR)
       qk_dispatch(static_cast<int>(min64(kJR, jn - jj)), kb + jj * a.kv_stride, a.kv_stride, hd, qt, s + jj * kBQ);
-    if (a.causal && j0 + jn - 1 > a.q_offset + q0) {  // keys past the tile's first query
-      mask_causal<kAttnQV>(s, jn, j0 - a.q_offset - q0);
-      softmax_block<kAttnQV, true>(s, jn, m, l, alpha);
-    } else {
-      softmax_block<kAttnQV>(s, jn, m, l, alpha);
-    }
+    mask_softmax_block(a, q0, j0, s, jn, m, l, alpha);
     // O's rescale by alpha rides on the PV kernel's load of O (none before the first block).
     const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
     for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {

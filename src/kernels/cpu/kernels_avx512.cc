@@ -228,12 +228,7 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
     const int64_t jn = min64(kBKV, kv_end - j0);
     for (int64_t jj = 0; jj < jn; jj += kJRdp)
       qk_dispatch_dp(static_cast<int>(min64(kJRdp, jn - jj)), kbh + (j0 + jj) * hp, hp, qt, s + jj * kBQdp);
-    if (a.causal && j0 + jn - 1 > a.q_offset + q0) {  // keys past the tile's first query
-      mask_causal<kNV>(s, jn, j0 - a.q_offset - q0);
-      softmax_block<kNV, true>(s, jn, m, l, alpha);
-    } else {
-      softmax_block<kNV>(s, jn, m, l, alpha);
-    }
+    mask_softmax_block(a, q0, j0, s, jn, m, l, alpha);
     const int64_t np = (jn + 1) / 2;  // an odd last key pairs with a zero probability
     for (int64_t p = 0; p < np; ++p)
       LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
