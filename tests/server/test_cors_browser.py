@@ -6,6 +6,7 @@ import http.server
 import json
 import shutil
 import threading
+import time
 
 import pytest
 
@@ -86,6 +87,10 @@ def test_browser_is_refused_an_origin_not_listed(browser, page_origin):
     try:
         r = call_from(browser, page_origin, s)
         assert "error" in r and "Failed to fetch" in r["error"], r
+        # The server's access line reaches s.log through its reader thread, a moment after the reply.
+        deadline = time.time() + 10
+        while '"OPTIONS /v1/chat/completions" 400' not in s.log and time.time() < deadline:
+            time.sleep(0.05)
         assert '"OPTIONS /v1/chat/completions" 400' in s.log
         assert '"POST /v1/chat/completions"' not in s.log  # the browser never sent the request itself
     finally:
