@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/cpu_driver.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
 #include "kernels/cpu/q6_k_block.h"
@@ -27,9 +28,11 @@
 
 namespace locr::kernels {
 
-using cpu::AttnArgs;
 using cpu::BFormat;
 using cpu::KernelTable;
+using cpu::aligned_bytes;
+using cpu::ceil_div;
+using cpu::scratch_slot;
 
 // ---------------------------------------------------------------------------------------------
 // Packed weights.
@@ -56,34 +59,6 @@ struct PackedDeleter {
     delete pw;
   }
 };
-
-void* aligned_bytes(size_t n) {
-  const size_t rounded = (std::max<size_t>(n, 64) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  LOCR_CHECK(p != nullptr, "out of memory allocating ", rounded, " bytes");
-  return p;
-}
-
-// Per-call scratch, grown as needed and kept per calling thread (kernels never run concurrently
-// on one thread).
-struct Scratch {
-  void* p = nullptr;
-  size_t n = 0;
-  ~Scratch() { std::free(p); }
-  void* get(size_t bytes) {
-    if (bytes > n) {
-      std::free(p);
-      n = bytes + bytes / 4;
-      p = aligned_bytes(n);
-    }
-    return p;
-  }
-};
-
-Scratch& scratch_slot(int i) {
-  thread_local Scratch s[5];
-  return s[i];
-}
 
 // Packs the rows of one or more weights of one float dtype and width, stacked in order (a stack's
 // parts become one weight: StackedMatrix).
@@ -164,8 +139,6 @@ std::shared_ptr<void> pack_rows(const std::vector<const Matrix*>& parts, BFormat
 }
 
 std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) { return pack_rows({&w}, fmt, nr); }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -545,160 +518,12 @@ class CpuOps final : public Ops {
 
 
  private:
-  void run_attention(const View& qv, const View& kv_kv, const View& kv_vv, const View& outv,
+  void run_attention(const View& q, const View& k, const View& v, const View& out,
                      const AttentionParams& p) override {
-    const float* q = qv.f32();
-    const void* kv_k = kv_kv.data;
-    const void* kv_v = kv_vv.data;
-    float* out = outv.f32();
-    const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
-    // Typed views; only the one matching kv_dtype is dereferenced.
-    const auto* k = static_cast<const float*>(kv_k);
-    const auto* v = static_cast<const float*>(kv_v);
-    const auto* k16 = static_cast<const uint16_t*>(kv_k);
-    const auto* v16 = static_cast<const uint16_t*>(kv_v);
-    const auto* k8 = static_cast<const uint8_t*>(kv_k);
-    const auto* v8 = static_cast<const uint8_t*>(kv_v);
-    AttnArgs a{};
-    a.q = q;
-    a.k = k;
-    a.v = v;
-    a.out = out;
-    a.n_q = p.n_q;
-    a.n_kv = p.n_kv;
-    a.n_heads = p.n_heads;
-    a.n_kv_heads = p.n_kv_heads;
-    a.head_dim = p.head_dim;
-    a.q_stride = p.q_stride;
-    a.kv_stride = p.kv_stride;
-    a.out_stride = p.out_stride;
-    a.q_offset = p.q_offset;
-    a.kv_head_stride = p.head_dim;
-    a.scale = p.scale;
-    a.causal = p.causal;
-    a.kv_bf16 = kv_bf16;
-    a.kv_fp8 = kv_fp8;
-    a.k_scale = p.k_scale;
-    a.v_scale = p.v_scale;
-    ThreadPool& pool = ThreadPool::global();
-    if (p.n_q <= kAttnRowsMaxQ && !p.prompt_rows) {
-      // Split the keys into chunks (several per thread for balance), then merge per query row.
-      // A paged cache is read through its block table inside the kernel, so chunks span blocks.
-      // Each row's chunks follow from the keys that row sees alone, so a row gives the same bits
-      // as a one-row decode at its position: the rows of a speculative verification step equal
-      // the decode steps they stand for. A prompt's rows take the tiles below however few they
-      // are: in a tile a row's bits depend only on the keys it sees (64-key blocks from key 0,
-      // masked probabilities exactly 0), so a prompt gives the same bits at once, in chunks or
-      // after a cached prefix.
-      a.block_table = p.block_table;
-      a.block_size = p.block_size;
-      const int64_t threads = pool.size();
-      auto visible = [&](int64_t i) {
-        return std::max<int64_t>(1, p.causal ? std::min(p.n_kv, p.q_offset + i + 1) : p.n_kv);
-      };
-      auto chunk_of = [&](int64_t i) { return std::clamp<int64_t>(ceil_div(visible(i), 4 * threads), 32, 1024); };
-      int64_t n_chunks = 1, max_chunk = 32;
-      for (int64_t i = 0; i < p.n_q; ++i) {
-        n_chunks = std::max(n_chunks, ceil_div(visible(i), chunk_of(i)));
-        max_chunk = std::max(max_chunk, chunk_of(i));
-      }
-      const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
-      const size_t per = static_cast<size_t>(p.n_heads * max_chunk + 16);
-      float* sc = static_cast<float*>(
-          scratch_slot(1).get((per * threads + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
-      float* po = sc + per * threads;      // [n_q][n_chunks][n_heads][head_dim]
-      float* pml = po + p.n_q * po_row;    // [n_q][n_chunks][n_heads][2]
-      // A task is one chunk of keys for every row in turn: the rows of a verification step (which
-      // see nearly the same keys) read the chunk from DRAM once and then from this core's cache.
-      // Each (row, chunk) is computed alone as before, so the bits do not depend on the rows.
-      pool.parallel_for(n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
-        for (int64_t c = b; c < e; ++c)
-          for (int64_t i = 0; i < p.n_q; ++i) {
-            const int64_t chunk = chunk_of(i);
-            if (c >= ceil_div(visible(i), chunk)) continue;  // past this row's keys
-            t_->attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
-                           pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
-          }
-      });
-      for (int64_t i = 0; i < p.n_q; ++i)
-        t_->attn_combine(a, i, ceil_div(visible(i), chunk_of(i)), po + i * po_row, pml + i * pml_row);
-      return;
-    }
-    // Rows of K and V with several heads interleaved lie kv_stride floats apart (4 KB for 8 heads
-    // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
-    // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
-    // It and the bf16 packing below live in scratch kept from call to call: fresh buffers of tens of
-    // MB per layer cost their page faults again at every call.
     // cpu-bf16 where vdpbf16ps beats FMA: the tiles (the vision encoders', the decoder's prompt
-    // rows) on bf16 pairs, over K and V packed per kv head (from the rows as they are when they are
-    // f32, else from the copy below). Every prompt row takes a tile, so a cached prompt still gives
-    // the bits of a computed one. LOCR_CPU_ATTN_DOT=0 keeps the f32 tiles (for comparisons).
+    // rows) on bf16 pairs. LOCR_CPU_ATTN_DOT=0 keeps the f32 tiles (for comparisons).
     const bool dot_tile = precision_ == CpuPrecision::kBF16 && t_->attn_tile_bf16 != nullptr && attention_dot_allowed();
-    // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
-    // its scale), in the same copy.
-    a.kv_bf16 = false;
-    a.kv_fp8 = false;
-    if ((p.block_table || kv_bf16 || kv_fp8 || (!dot_tile && p.kv_stride != p.head_dim)) && p.n_kv > 0) {
-      const int64_t per_head = p.n_kv * p.head_dim;
-      float* kc = static_cast<float*>(scratch_slot(3).get(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4));
-      float* vc = kc + p.n_kv_heads * per_head;
-      pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
-        for (int64_t j = b; j < e; ++j)
-          for (int64_t kh = 0; kh < p.n_kv_heads; ++kh) {
-            const int64_t row = p.kv_row(j), src = row * p.kv_stride + kh * p.head_dim;
-            float* kd = kc + kh * per_head + j * p.head_dim;
-            float* vd = vc + kh * per_head + j * p.head_dim;
-            if (kv_fp8) {
-              const float ks = p.k_scale[row * p.n_kv_heads + kh], vs = p.v_scale[row * p.n_kv_heads + kh];
-              t_->fp8_to_f32(k8 + src, kd, p.head_dim);
-              t_->fp8_to_f32(v8 + src, vd, p.head_dim);
-              for (int64_t d = 0; d < p.head_dim; ++d) {
-                kd[d] *= ks;
-                vd[d] *= vs;
-              }
-            } else if (kv_bf16) {
-              t_->bf16_to_f32(k16 + src, kd, p.head_dim);
-              t_->bf16_to_f32(v16 + src, vd, p.head_dim);
-            } else {
-              std::memcpy(kd, k + src, p.head_dim * 4);
-              std::memcpy(vd, v + src, p.head_dim * 4);
-            }
-          }
-      });
-      a.k = kc;
-      a.v = vc;
-      a.kv_stride = p.head_dim;
-      a.kv_head_stride = per_head;
-    }
-    if (dot_tile) {
-      a.hd_pad = (p.head_dim + 31) / 32 * 32;
-      a.n_kv_pad = (p.n_kv + 1) / 2 * 2;
-      const int64_t per_head = a.n_kv_pad * a.hd_pad;
-      auto* kb = static_cast<uint16_t*>(scratch_slot(4).get(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 2 + 64));
-      uint16_t* vb = kb + p.n_kv_heads * per_head;
-      constexpr int64_t kRows = 64;  // even: a task's rows start a V pair
-      const int64_t chunks = ceil_div(a.n_kv_pad, kRows);
-      pool.parallel_for(p.n_kv_heads * chunks, 1, [&](int64_t b, int64_t e, int) {
-        for (int64_t task = b; task < e; ++task) {
-          const int64_t kh = task / chunks, j0 = task % chunks * kRows;
-          t_->attn_pack_bf16(a.k + kh * a.kv_head_stride, a.v + kh * a.kv_head_stride, a.kv_stride, p.head_dim,
-                             a.hd_pad, j0, std::min(a.n_kv_pad, j0 + kRows), p.n_kv, kb + kh * per_head,
-                             vb + kh * per_head);
-        }
-      });
-      a.kb = kb;
-      a.vb = vb;
-    }
-    const int64_t bq = dot_tile ? t_->attn_bq_dot : t_->attn_bq, qblocks = ceil_div(p.n_q, bq);
-    const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(*t_, p.head_dim));
-    float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
-    const auto tile = dot_tile ? t_->attn_tile_bf16 : t_->attn_tile;
-    pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
-      for (int64_t task = b; task < e; ++task) {
-        const int64_t h = task / qblocks, qb = task % qblocks;
-        tile(a, h, qb * bq, sc + per * thread);
-      }
-    });
+    cpu::attention(*t_, dot_tile, q.f32(), k.data, v.data, out.f32(), p);
   }
 
   // A BF16 cache's rows converted by the vector kernel over the pool (a prompt writes megabytes per
@@ -735,9 +560,6 @@ class CpuOps final : public Ops {
 
  private:
   static constexpr int64_t kElemGrain = 16384;
-  // Query rows up to this take the per-row path: decode, small chunks, and speculative verification
-  // steps of up to 16 drafts (runtime/speculative.h), whose rows must equal one-row decodes.
-  static constexpr int64_t kAttnRowsMaxQ = 17;
 
   void convert_row(const Matrix& m, int64_t r, float* out) const {
     const int64_t n = m.cols;

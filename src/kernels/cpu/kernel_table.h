@@ -1,9 +1,9 @@
 // The per-ISA kernel table: plain function pointers filled by kernels_{generic,avx2,avx512}.cc.
 //
 // The ISA translation units contain only leaf kernels that work on one tile, panel or row range;
-// threading, blocking, packing of weights and scratch allocation live in cpu_ops.cc (baseline
-// flags). Keeping std:: templates out of the ISA files means no AVX code can reach a baseline
-// caller through the linker's choice of an inline function's copy.
+// threading, blocking, packing of weights and scratch allocation live in cpu_ops.cc and
+// cpu_attention.cc (baseline flags). Keeping std:: templates out of the ISA files means no AVX code
+// can reach a baseline caller through the linker's choice of an inline function's copy.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,163 @@
+// The CPU backend's attention driver: splits the heads, query blocks or key chunks over the
+// global ThreadPool and hands them to the per-ISA leaf kernels (kernel_table.h). Decode and
+// verification rows take the per-row path (keys split into chunks, merged per row); prompt rows and
+// the vision encoders take the tiles, on f32 FMA or on vdpbf16ps.
+#include <algorithm>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_driver.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace locr::kernels::cpu {
+
+void attention(const KernelTable& t, bool dot_tile, const float* q, const void* k_rows, const void* v_rows, float* out,
+               const AttentionParams& p) {
+  const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
+  // Typed views; only the one matching kv_dtype is dereferenced.
+  const auto* k = static_cast<const float*>(k_rows);
+  const auto* v = static_cast<const float*>(v_rows);
+  const auto* k16 = static_cast<const uint16_t*>(k_rows);
+  const auto* v16 = static_cast<const uint16_t*>(v_rows);
+  const auto* k8 = static_cast<const uint8_t*>(k_rows);
+  const auto* v8 = static_cast<const uint8_t*>(v_rows);
+  AttnArgs a{};
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.out = out;
+  a.n_q = p.n_q;
+  a.n_kv = p.n_kv;
+  a.n_heads = p.n_heads;
+  a.n_kv_heads = p.n_kv_heads;
+  a.head_dim = p.head_dim;
+  a.q_stride = p.q_stride;
+  a.kv_stride = p.kv_stride;
+  a.out_stride = p.out_stride;
+  a.q_offset = p.q_offset;
+  a.kv_head_stride = p.head_dim;
+  a.scale = p.scale;
+  a.causal = p.causal;
+  a.kv_bf16 = kv_bf16;
+  a.kv_fp8 = kv_fp8;
+  a.k_scale = p.k_scale;
+  a.v_scale = p.v_scale;
+  ThreadPool& pool = ThreadPool::global();
+  if (p.n_q <= kAttnRowsMaxQ && !p.prompt_rows) {
+    // Split the keys into chunks (several per thread for balance), then merge per query row.
+    // A paged cache is read through its block table inside the kernel, so chunks span blocks.
+    // Each row's chunks follow from the keys that row sees alone, so a row gives the same bits
+    // as a one-row decode at its position: the rows of a speculative verification step equal
+    // the decode steps they stand for. A prompt's rows take the tiles below however few they
+    // are: in a tile a row's bits depend only on the keys it sees (key blocks of a fixed size
+    // from key 0, masked probabilities exactly 0), so a prompt gives the same bits at once, in
+    // chunks or after a cached prefix.
+    a.block_table = p.block_table;
+    a.block_size = p.block_size;
+    const int64_t threads = pool.size();
+    auto visible = [&](int64_t i) {
+      return std::max<int64_t>(1, p.causal ? std::min(p.n_kv, p.q_offset + i + 1) : p.n_kv);
+    };
+    auto chunk_of = [&](int64_t i) { return std::clamp<int64_t>(ceil_div(visible(i), 4 * threads), 32, 1024); };
+    int64_t n_chunks = 1, max_chunk = 32;
+    for (int64_t i = 0; i < p.n_q; ++i) {
+      n_chunks = std::max(n_chunks, ceil_div(visible(i), chunk_of(i)));
+      max_chunk = std::max(max_chunk, chunk_of(i));
+    }
+    const int64_t po_row = n_chunks * p.n_heads * p.head_dim, pml_row = n_chunks * p.n_heads * 2;
+    const size_t per = static_cast<size_t>(p.n_heads * max_chunk + 16);
+    float* sc =
+        static_cast<float*>(scratch_slot(1).get((per * threads + static_cast<size_t>(p.n_q * (po_row + pml_row))) * 4));
+    float* po = sc + per * threads;    // [n_q][n_chunks][n_heads][head_dim]
+    float* pml = po + p.n_q * po_row;  // [n_q][n_chunks][n_heads][2]
+    // A task is one chunk of keys for every row in turn: the rows of a verification step (which
+    // see nearly the same keys) read the chunk from DRAM once and then from this core's cache.
+    // Each (row, chunk) is computed alone as before, so the bits do not depend on the rows.
+    pool.parallel_for(n_chunks, 1, [&](int64_t b, int64_t e, int thread) {
+      for (int64_t c = b; c < e; ++c)
+        for (int64_t i = 0; i < p.n_q; ++i) {
+          const int64_t chunk = chunk_of(i);
+          if (c >= ceil_div(visible(i), chunk)) continue;  // past this row's keys
+          t.attn_chunk(a, i, c * chunk, (c + 1) * chunk, po + i * po_row + c * p.n_heads * p.head_dim,
+                       pml + i * pml_row + c * p.n_heads * 2, sc + per * thread);
+        }
+    });
+    for (int64_t i = 0; i < p.n_q; ++i)
+      t.attn_combine(a, i, ceil_div(visible(i), chunk_of(i)), po + i * po_row, pml + i * pml_row);
+    return;
+  }
+  // Rows of K and V with several heads interleaved lie kv_stride floats apart (4 KB for 8 heads
+  // of 128): a block of keys of one head then maps onto a handful of L1 sets and thrashes. Copy
+  // them head-major once ([kv_head][n_kv][head_dim]); the copy is O(n_kv) next to O(n_q n_kv).
+  // It and the bf16 packing below live in scratch kept from call to call: fresh buffers of tens of
+  // MB per layer cost their page faults again at every call.
+  // dot_tile: the tiles run on bf16 pairs, over K and V packed per kv head (from the rows as they
+  // are when they are f32, else from the copy below). Every prompt row takes a tile, so a cached
+  // prompt still gives the bits of a computed one.
+  // A paged cache is gathered through its block table, and a BF16 or FP8 one widened (FP8 times
+  // its scale), in the same copy.
+  a.kv_bf16 = false;
+  a.kv_fp8 = false;
+  if ((p.block_table || kv_bf16 || kv_fp8 || (!dot_tile && p.kv_stride != p.head_dim)) && p.n_kv > 0) {
+    const int64_t per_head = p.n_kv * p.head_dim;
+    float* kc = static_cast<float*>(scratch_slot(3).get(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 4));
+    float* vc = kc + p.n_kv_heads * per_head;
+    pool.parallel_for(p.n_kv, 64, [&](int64_t b, int64_t e, int) {
+      for (int64_t j = b; j < e; ++j)
+        for (int64_t kh = 0; kh < p.n_kv_heads; ++kh) {
+          const int64_t row = p.kv_row(j), src = row * p.kv_stride + kh * p.head_dim;
+          float* kd = kc + kh * per_head + j * p.head_dim;
+          float* vd = vc + kh * per_head + j * p.head_dim;
+          if (kv_fp8) {
+            const float ks = p.k_scale[row * p.n_kv_heads + kh], vs = p.v_scale[row * p.n_kv_heads + kh];
+            t.fp8_to_f32(k8 + src, kd, p.head_dim);
+            t.fp8_to_f32(v8 + src, vd, p.head_dim);
+            for (int64_t d = 0; d < p.head_dim; ++d) {
+              kd[d] *= ks;
+              vd[d] *= vs;
+            }
+          } else if (kv_bf16) {
+            t.bf16_to_f32(k16 + src, kd, p.head_dim);
+            t.bf16_to_f32(v16 + src, vd, p.head_dim);
+          } else {
+            std::memcpy(kd, k + src, p.head_dim * 4);
+            std::memcpy(vd, v + src, p.head_dim * 4);
+          }
+        }
+    });
+    a.k = kc;
+    a.v = vc;
+    a.kv_stride = p.head_dim;
+    a.kv_head_stride = per_head;
+  }
+  if (dot_tile) {
+    a.hd_pad = (p.head_dim + 31) / 32 * 32;
+    a.n_kv_pad = (p.n_kv + 1) / 2 * 2;
+    const int64_t per_head = a.n_kv_pad * a.hd_pad;
+    auto* kb = static_cast<uint16_t*>(scratch_slot(4).get(static_cast<size_t>(2 * p.n_kv_heads * per_head) * 2 + 64));
+    uint16_t* vb = kb + p.n_kv_heads * per_head;
+    constexpr int64_t kRows = 64;  // even: a task's rows start a V pair
+    const int64_t chunks = ceil_div(a.n_kv_pad, kRows);
+    pool.parallel_for(p.n_kv_heads * chunks, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t task = b; task < e; ++task) {
+        const int64_t kh = task / chunks, j0 = task % chunks * kRows;
+        t.attn_pack_bf16(a.k + kh * a.kv_head_stride, a.v + kh * a.kv_head_stride, a.kv_stride, p.head_dim, a.hd_pad,
+                         j0, std::min(a.n_kv_pad, j0 + kRows), p.n_kv, kb + kh * per_head, vb + kh * per_head);
+      }
+    });
+    a.kb = kb;
+    a.vb = vb;
+  }
+  const int64_t bq = dot_tile ? t.attn_bq_dot : t.attn_bq, qblocks = ceil_div(p.n_q, bq);
+  const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(t, p.head_dim));
+  float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
+  const auto tile = dot_tile ? t.attn_tile_bf16 : t.attn_tile;
+  pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t h = task / qblocks, qb = task % qblocks;
+      tile(a, h, qb * bq, sc + per * thread);
+    }
+  });
+}
+
+}  // namespace locr::kernels::cpu

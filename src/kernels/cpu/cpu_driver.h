@@ -1,0 +1,61 @@
+// Shared by the CPU backend's drivers (cpu_ops.cc, cpu_attention.cc), which run on the host's
+// baseline flags and hand work to the per-ISA leaf kernels: per-thread scratch and the attention
+// driver. Not a public interface.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+
+namespace locr::kernels::cpu {
+
+struct KernelTable;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// 64-byte aligned memory for std::free, failing clearly when the allocation does.
+inline void* aligned_bytes(size_t n) {
+  const size_t rounded = (std::max<size_t>(n, 64) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  LOCR_CHECK(p != nullptr, "out of memory allocating ", rounded, " bytes");
+  return p;
+}
+
+// Per-call scratch, grown as needed and kept per calling thread (kernels never run concurrently
+// on one thread): fresh buffers of tens of MB per layer would pay their page faults at every call.
+struct Scratch {
+  void* p = nullptr;
+  size_t n = 0;
+  ~Scratch() { std::free(p); }
+  void* get(size_t bytes) {
+    if (bytes > n) {
+      std::free(p);
+      n = bytes + bytes / 4;
+      p = aligned_bytes(n);
+    }
+    return p;
+  }
+};
+
+// Slots: 0 the GEMM's packed activations, 1 the attention's tile scratch (or the quantized GEMMs'
+// row copies), 2 quantized outputs, 3 the attention's head-major K/V copy, 4 its bf16 packing.
+inline Scratch& scratch_slot(int i) {
+  thread_local Scratch s[5];
+  return s[i];
+}
+
+// Query rows up to this take the per-row attention path (unless they are prompt rows): decode, small
+// chunks, and speculative verification steps of up to 16 drafts (runtime/speculative.h), whose rows
+// must equal one-row decodes.
+inline constexpr int64_t kAttnRowsMaxQ = 17;
+
+// Ops::attention on t's kernels (cpu_attention.cc). k and v are the cache's rows in p.kv_dtype;
+// dot_tile: the tiles run on vdpbf16ps (t.attn_tile_bf16) instead of f32 FMA.
+void attention(const KernelTable& t, bool dot_tile, const float* q, const void* k, const void* v, float* out,
+               const AttentionParams& p);
+
+}  // namespace locr::kernels::cpu
