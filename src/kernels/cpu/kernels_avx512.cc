@@ -105,7 +105,7 @@ void k_pack_a_pairs(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t 
 }
 
 // ---- Attention on vdpbf16ps (cpu-bf16 where the dot product beats 512-bit FMA) ----
-// k_attn_tile's algorithm (S [kBKV][kBQdp] in f32, online softmax in the log2 domain) with both
+// k_attn_tile's algorithm (S [kBKVdp][kBQdp] in f32, online softmax in the log2 domain) with both
 // products on bf16 pairs: QK^T on the pre-scaled query and the keys rounded to bf16, PV on the
 // probabilities and the values rounded to bf16 (the row sums l stay f32, from the unrounded p).
 // Products of bf16 are exact in f32; only the roundings of q, k, p, v and the summation order
@@ -142,6 +142,11 @@ void k_attn_pack_bf16(const float* k, const float* v, int64_t stride, int64_t he
       _mm512_storeu_si512(vb + ((j / 2) * hd_pad + d) * 2, interleave_bf16(row(v, j, d), row(v, j + 1, d)));
 }
 
+// Keys per block of the vdpbf16ps tile: twice the f32 tile's. Each block reloads and stores the O
+// tile, and pays the softmax's per-block steps, once per PV pass: 128 measured 2-4% faster than 64
+// on Zen 4 (docs/benchmarks.md), 192 and 256 no faster. attn_tile_scratch sizes S and P for 128.
+constexpr int kBKVdp = 128;
+static_assert(kBKVdp % 2 == 0 && kBKVdp <= 128, "attn_tile_scratch holds S and P of at most 128 keys");
 constexpr int kJRdp = 12;  // keys per QK^T microkernel: 12 x 2 accumulators
 
 template <int JR>
@@ -201,9 +206,9 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
   const int64_t hd = a.head_dim, hp = a.hd_pad, group = a.n_heads / a.n_kv_heads, kh = h / group;
   const int nq = static_cast<int>(min64(kBQdp, a.n_q - q0));
   auto* qt = reinterpret_cast<uint32_t*>(scratch);                // [hp / 2][kBQdp] pairs
-  float* s = scratch + hp / 2 * kBQdp;                              // [kBKV][kBQdp]
-  auto* pb = reinterpret_cast<uint32_t*>(s + kBKV * kBQdp);         // [kBKV / 2][kBQdp] pairs
-  float* o = reinterpret_cast<float*>(pb + kBKV / 2 * kBQdp);       // [kBQdp][hp]
+  float* s = scratch + hp / 2 * kBQdp;                              // [kBKVdp][kBQdp]
+  auto* pb = reinterpret_cast<uint32_t*>(s + kBKVdp * kBQdp);       // [kBKVdp / 2][kBQdp] pairs
+  float* o = reinterpret_cast<float*>(pb + kBKVdp / 2 * kBQdp);     // [kBQdp][hp]
   float* alpha = o + kBQdp * hp;                                    // [kBQdp]
   float* lsum = alpha + kBQdp;                                      // [kBQdp]
   const float qs = a.scale * kLog2e;
@@ -224,8 +229,8 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
   const uint16_t* kbh = a.kb + kh * a.n_kv_pad * hp;
   const uint16_t* vbh = a.vb + kh * a.n_kv_pad * hp;
   const int64_t kv_end = a.causal ? min64(a.n_kv, a.q_offset + q0 + nq) : a.n_kv;
-  for (int64_t j0 = 0; j0 < kv_end; j0 += kBKV) {
-    const int64_t jn = min64(kBKV, kv_end - j0);
+  for (int64_t j0 = 0; j0 < kv_end; j0 += kBKVdp) {
+    const int64_t jn = min64(kBKVdp, kv_end - j0);
     for (int64_t jj = 0; jj < jn; jj += kJRdp)
       qk_dispatch_dp(static_cast<int>(min64(kJRdp, jn - jj)), kbh + (j0 + jj) * hp, hp, qt, s + jj * kBQdp);
     mask_softmax_block(a, q0, j0, s, jn, m, l, alpha);
