@@ -1,6 +1,8 @@
-// bench_peak: the machine's arithmetic roofline, measured with register-only loops (no loads):
+// bench_peak: the machine's rooflines. Arithmetic, measured with register-only loops (no loads):
 // vdpbf16ps (64 FLOP per instruction: 16 lanes x 2 products x multiply-add) and 512-bit FMA
-// (32 FLOP). Run with --benchmark_filter and compare GEMM GFLOP/s against these.
+// (32 FLOP); compare GEMM GFLOP/s against these. Memory: the DRAM read rate of 1-N threads
+// streaming a buffer far larger than the caches; compare a batch-1 decode step's weight GB/s
+// (which reads every weight once) against it.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -62,9 +64,38 @@ void BM_PeakFma512(benchmark::State& st) {
   run_peak<locr::bench::peak_loop_fma512>(st, 16 * 32);  // 16 instructions x 32 FLOP
 }
 
+// Each thread sums its share of a 1 GiB buffer with 8 independent 64-bit chains (plain loads: no
+// ISA needed, and far from the core's load limit at DRAM rates).
+void BM_StreamRead(benchmark::State& st) {
+  const int threads = static_cast<int>(st.range(0));
+  constexpr size_t kWords = (size_t{1} << 30) / 8;
+  static const std::vector<uint64_t> buf = [] {
+    std::vector<uint64_t> b(kWords);
+    for (size_t i = 0; i < kWords; ++i) b[i] = i * 0x9e3779b97f4a7c15ull;  // touched: no shared zero pages
+    return b;
+  }();
+  std::vector<uint64_t> sink(threads);
+  for (auto _ : st) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        const size_t b = kWords / threads * t, e = t + 1 == threads ? kWords : kWords / threads * (t + 1);
+        uint64_t a[8] = {};
+        for (size_t i = b; i + 8 <= e; i += 8)
+          for (int j = 0; j < 8; ++j) a[j] += buf[i + j];
+        sink[t] += a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+      });
+    for (auto& t : ts) t.join();
+  }
+  benchmark::DoNotOptimize(sink.data());
+  st.counters["B/s"] = benchmark::Counter(static_cast<double>(kWords * 8), benchmark::Counter::kIsIterationInvariantRate,
+                                          benchmark::Counter::kIs1000);
+}
+
 }  // namespace
 
 // Argument: number of threads running the loop concurrently.
 BENCHMARK(BM_PeakDpbf16)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PeakFma512)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamRead)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
