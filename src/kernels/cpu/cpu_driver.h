@@ -41,8 +41,9 @@ struct Scratch {
   }
 };
 
-// Slots: 0 the GEMM's packed activations, 1 the attention's tile scratch (or the quantized GEMMs'
-// row copies), 2 quantized outputs, 3 the attention's head-major K/V copy, 4 its bf16 packing.
+// Five slots per thread. An op holds its slots only while it runs and uses distinct ones for
+// buffers it needs at once (cpu_ops.cc, cpu_attention.cc); slots 3 and 4 are the attention's K/V
+// copy and its bf16 packing, the largest, kept from layer to layer.
 inline Scratch& scratch_slot(int i) {
   thread_local Scratch s[5];
   return s[i];
