@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/lightonocr/lighton_ocr.h"
+#include "model/lightonocr/vision_encoder.h"
 
 namespace locr::model {
 

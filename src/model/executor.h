@@ -19,13 +19,15 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/ops.h"
+#include "model/kv_pool.h"
 #include "model/processor.h"
-#include "model/text_decoder.h"
-#include "model/vision_encoder.h"
+#include "model/workspace.h"
 
 namespace locr::model {
 
 class LightOnOcr;
+class Taps;  // model/taps.h
 
 // Image embeddings of one request's pages: [rows, text hidden] F32, on the host or on a device.
 class ImageEmbeds {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/vision_encoder.h"
+#include "model/lightonocr/vision_encoder.h"
 
 namespace locr::model {
 

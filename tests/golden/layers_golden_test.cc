@@ -10,9 +10,9 @@
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/config.h"
+#include "model/lightonocr/text_decoder.h"
+#include "model/lightonocr/vision_encoder.h"
 #include "model/processor.h"
-#include "model/text_decoder.h"
-#include "model/vision_encoder.h"
 #include "model/weights.h"
 #include "toolkit/compare.h"
 

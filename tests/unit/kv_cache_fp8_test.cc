@@ -11,8 +11,8 @@
 #include "core/fp8.h"
 #include "kernels/devices.h"
 #include "model/kv_cache_dtype.h"
+#include "model/kv_pool.h"
 #include "model/lightonocr/lighton_ocr.h"
-#include "model/text_decoder.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 

@@ -8,7 +8,6 @@
 #include "model/lightonocr/step_batch.h"
 #include "model/memory_sizing.h"
 #include "model/rope.h"
-#include "model/text_decoder.h"
 #include "model/workspace.h"
 
 namespace locr::model {

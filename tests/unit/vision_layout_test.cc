@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include "model/lightonocr/vision_encoder.h"
 #include "model/rope.h"
-#include "model/vision_encoder.h"
 
 namespace locr::model {
 namespace {

@@ -1,7 +1,7 @@
 // The vision encoder runs its MLP over chunks of rows when an image has more than 2048 patches
-// (vision_encoder.cc, kMlpChunkRows): the chunked pass must give every patch the same bits as the
-// one-chunk pass it takes when taps are recorded, on every CPU backend and for several images at
-// once (chunks then cross image boundaries).
+// (lightonocr/vision_encoder.cc, kMlpChunkRows): the chunked pass must give every patch the same
+// bits as the one-chunk pass it takes when taps are recorded, on every CPU backend and for several
+// images at once (chunks then cross image boundaries).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,8 +12,8 @@
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/config.h"
+#include "model/lightonocr/vision_encoder.h"
 #include "model/taps.h"
-#include "model/vision_encoder.h"
 #include "model/weights.h"
 
 namespace locr::model {

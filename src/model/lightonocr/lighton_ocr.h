@@ -18,13 +18,13 @@
 #include "kernels/ops.h"
 #include "model/chat_template.h"
 #include "model/config.h"
+#include "model/lightonocr/text_decoder.h"
+#include "model/lightonocr/vision_encoder.h"
 #include "model/load_options.h"
 #include "model/model.h"
 #include "model/processor.h"
-#include "model/text_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "model/variant.h"
-#include "model/vision_encoder.h"
 #include "model/weights.h"
 
 namespace locr::model {

@@ -20,7 +20,7 @@
 #include "kernels/ops.h"
 #include "model/qwen35/config.h"
 #include "model/qwen35/weights.h"
-#include "model/text_decoder.h"
+#include "model/kv_pool.h"
 #include "model/workspace.h"
 
 namespace locr::model::qwen35 {

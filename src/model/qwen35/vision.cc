@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "model/taps.h"
-#include "model/vision_encoder.h"
+#include "model/vision_common.h"
 
 namespace locr::model::qwen35 {
 

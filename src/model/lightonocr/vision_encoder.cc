@@ -1,10 +1,10 @@
-#include "model/vision_encoder.h"
+#include "model/lightonocr/vision_encoder.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "model/rope.h"
 #include "model/taps.h"
+#include "model/vision_common.h"
 
 namespace locr::model {
 
@@ -12,28 +12,6 @@ Tensor VisionEncoder::forward(const float* patches, const std::vector<ImageGrid>
   VisionState s = begin(patches, grids, taps);
   run_layers(s, cfg_.num_hidden_layers, taps);
   return s.x;
-}
-
-Tensor backend_tensor(kernels::Ops& ops, int64_t rows, int64_t cols) {
-  std::shared_ptr<void> p = ops.alloc(static_cast<size_t>(rows * cols) * sizeof(float));
-  void* data = p.get();
-  return Tensor(DType::kF32, {rows, cols}, data, std::move(p));
-}
-
-void attention_per_image(kernels::Ops& ops, const kernels::View& q, const kernels::View& k, const kernels::View& v,
-                         const kernels::View& out, const std::vector<int64_t>& patches, int64_t n_heads,
-                         int64_t head_dim) {
-  int64_t off = 0;
-  for (const int64_t n : patches) {
-    kernels::AttentionParams ap;
-    ap.n_kv = n;
-    ap.n_heads = ap.n_kv_heads = n_heads;
-    ap.head_dim = head_dim;
-    ap.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    ap.causal = false;
-    ops.attention(q.rows_range(off, n), k.rows_range(off, n), v.rows_range(off, n), out.rows_range(off, n), ap);
-    off += n;
-  }
 }
 
 namespace {

@@ -1,5 +1,7 @@
-// The Pixtral vision encoder (mirrors transformers' models/pixtral/modeling_pixtral.py) and the
-// LightOnOCR projector (models/lighton_ocr/modeling_lighton_ocr.py).
+// LightOnOCR-2's image side: the Pixtral vision encoder (mirrors transformers'
+// models/pixtral/modeling_pixtral.py) and the LightOnOCR projector
+// (models/lighton_ocr/modeling_lighton_ocr.py), with their ImageGrid and VisionState. What Qwen3.5's
+// tower shares with the encoder (backend_tensor, attention_per_image) is model/vision_common.h.
 //
 // Encoder: patch conv (as a matmul over (c, ky, kx) patches) -> RMSNorm ln_pre -> N blocks of
 // [RMSNorm, 2-D RoPE multi-head attention, RMSNorm, SwiGLU], no final norm. Several images run in
@@ -73,16 +75,6 @@ class Projector {
   const ProjectorWeights& w_;
   kernels::Ops& ops_;
 };
-
-// A [rows, cols] F32 tensor in `ops`' backend memory.
-Tensor backend_tensor(kernels::Ops& ops, int64_t rows, int64_t cols);
-
-// The vision encoders' attention (Pixtral's and Qwen3.5's): bidirectional within each image of a
-// batch, whose rows are the images' patches in order, `patches[i]` of image i; n_heads heads of
-// head_dim, scaled by 1 / sqrt(head_dim).
-void attention_per_image(kernels::Ops& ops, const kernels::View& q, const kernels::View& k, const kernels::View& v,
-                         const kernels::View& out, const std::vector<int64_t>& patches, int64_t n_heads,
-                         int64_t head_dim);
 
 // The channel-major 2x2 merge alone (host; exposed for tests): in [grid_h*grid_w, d] row-major grid ->
 // out [(grid_h/m)*(grid_w/m), d*m*m] with out[i*(gw/m)+j][c*m*m + a*m + b] = in[(m*i+a)*gw + (m*j+b)][c].
