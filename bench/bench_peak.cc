@@ -1,8 +1,8 @@
 // bench_peak: the machine's rooflines. Arithmetic, measured with register-only loops (no loads):
 // vdpbf16ps (64 FLOP per instruction: 16 lanes x 2 products x multiply-add) and 512-bit FMA
 // (32 FLOP); compare GEMM GFLOP/s against these. Memory: the DRAM read rate of 1-N threads
-// streaming a buffer far larger than the caches; compare a batch-1 decode step's weight GB/s
-// (which reads every weight once) against it.
+// streaming a buffer far larger than the caches, on 4 KiB and on huge pages; compare a batch-1
+// decode step's weight GB/s (which reads every weight once) against it.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
+#include "core/heap.h"
 #include "core/thread_pool.h"
 
 namespace locr::bench {
@@ -65,21 +67,16 @@ void BM_PeakFma512(benchmark::State& st) {
 }
 
 // Each thread sums its share of a 1 GiB buffer with 8 independent 64-bit chains (plain loads: no
-// ISA needed, and far from the core's load limit at DRAM rates).
-void BM_StreamRead(benchmark::State& st) {
+// ISA needed, and far from the core's load limit at DRAM rates). Small: the C library's 4 KiB
+// pages; huge: core/heap.h's buffer on transparent huge pages, as locr's packed weights are.
+void stream_read(benchmark::State& st, const uint64_t* buf, size_t words) {
   const int threads = static_cast<int>(st.range(0));
-  constexpr size_t kWords = (size_t{1} << 30) / 8;
-  static const std::vector<uint64_t> buf = [] {
-    std::vector<uint64_t> b(kWords);
-    for (size_t i = 0; i < kWords; ++i) b[i] = i * 0x9e3779b97f4a7c15ull;  // touched: no shared zero pages
-    return b;
-  }();
   std::vector<uint64_t> sink(threads);
   for (auto _ : st) {
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t)
       ts.emplace_back([&, t] {
-        const size_t b = kWords / threads * t, e = t + 1 == threads ? kWords : kWords / threads * (t + 1);
+        const size_t b = words / threads * t, e = t + 1 == threads ? words : words / threads * (t + 1);
         uint64_t a[8] = {};
         for (size_t i = b; i + 8 <= e; i += 8)
           for (int j = 0; j < 8; ++j) a[j] += buf[i + j];
@@ -88,8 +85,33 @@ void BM_StreamRead(benchmark::State& st) {
     for (auto& t : ts) t.join();
   }
   benchmark::DoNotOptimize(sink.data());
-  st.counters["B/s"] = benchmark::Counter(static_cast<double>(kWords * 8), benchmark::Counter::kIsIterationInvariantRate,
+  st.counters["B/s"] = benchmark::Counter(static_cast<double>(words * 8), benchmark::Counter::kIsIterationInvariantRate,
                                           benchmark::Counter::kIs1000);
+}
+
+constexpr size_t kStreamWords = (size_t{1} << 30) / 8;
+
+void fill(uint64_t* b) {
+  for (size_t i = 0; i < kStreamWords; ++i) b[i] = i * 0x9e3779b97f4a7c15ull;  // touched: no shared zero pages
+}
+
+void BM_StreamRead(benchmark::State& st) {
+  static const std::vector<uint64_t> buf = [] {
+    std::vector<uint64_t> b(kStreamWords);
+    fill(b.data());
+    return b;
+  }();
+  stream_read(st, buf.data(), kStreamWords);
+}
+
+void BM_StreamReadHugePages(benchmark::State& st) {
+  static uint64_t* const buf = [] {
+    auto* b = static_cast<uint64_t*>(locr::alloc_aligned(kStreamWords * 8));  // never freed: one per process
+    LOCR_CHECK(b != nullptr, "out of memory");
+    fill(b);
+    return b;
+  }();
+  stream_read(st, buf, kStreamWords);
 }
 
 }  // namespace
@@ -98,4 +120,8 @@ void BM_StreamRead(benchmark::State& st) {
 BENCHMARK(BM_PeakDpbf16)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PeakFma512)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StreamRead)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamReadHugePages)
+    ->DenseRange(1, locr::ThreadPool::default_threads())
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -3,12 +3,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/heap.h"
+
 namespace locr {
 
 namespace {
 std::shared_ptr<void> aligned_alloc_bytes(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  void* p = alloc_aligned(bytes);
   if (!p) fail(ErrorKind::kLimit, "out of memory allocating ", bytes, " bytes");
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }

@@ -9,14 +9,14 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/heap.h"
 #include "core/fp8.h"
 #include "kernels/ops.h"
 
 namespace locr::kernels {
 
 std::shared_ptr<void> Ops::alloc(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  void* p = alloc_aligned(bytes);
   if (!p) fail(ErrorKind::kLimit, "out of memory allocating ", bytes, " bytes of activations");
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/heap.h"
 #include "kernels/ops.h"
 
 namespace locr::kernels::cpu {
@@ -17,11 +18,11 @@ struct KernelTable;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// 64-byte aligned memory for std::free, failing clearly when the allocation does.
+// 64-byte aligned memory for std::free (huge pages from 2 MiB: core/heap.h), failing clearly when
+// the allocation does.
 inline void* aligned_bytes(size_t n) {
-  const size_t rounded = (std::max<size_t>(n, 64) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  LOCR_CHECK(p != nullptr, "out of memory allocating ", rounded, " bytes");
+  void* p = alloc_aligned(n);
+  LOCR_CHECK(p != nullptr, "out of memory allocating ", n, " bytes");
   return p;
 }
 

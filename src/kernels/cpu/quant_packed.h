@@ -1,15 +1,17 @@
 // A quantized weight matrix in a CPU kernel's own layout (q8_0_block.h, q4_k_block.h, q6_k_block.h:
 // groups of 16 rows), made once at load by pack_q8_0 / pack_q4_k / pack_q6_k from GGUF rows: its
-// dtype, its shape and its 64-byte aligned bytes.
+// dtype, its shape and its 64-byte aligned bytes (huge pages when large: core/heap.h).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <new>
 
 #include "core/dtype.h"
+#include "core/heap.h"
 
 namespace locr::kernels {
 
@@ -19,7 +21,9 @@ class QuantPacked {
       : dtype_(dtype),
         rows_(rows),
         cols_(cols),
-        data_(static_cast<uint8_t*>(::operator new[](std::max<size_t>(1, bytes), std::align_val_t{64}))) {}
+        data_(static_cast<uint8_t*>(alloc_aligned(bytes))) {
+    if (!data_) throw std::bad_alloc();
+  }
   DType dtype() const { return dtype_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -28,7 +32,7 @@ class QuantPacked {
 
  private:
   struct Free {
-    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+    void operator()(uint8_t* p) const { std::free(p); }
   };
   DType dtype_;
   int64_t rows_, cols_;
