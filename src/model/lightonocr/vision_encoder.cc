@@ -72,13 +72,17 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
   // (within the op table's tolerance). With taps one chunk (the "mlp_act" tap holds every row).
   const int64_t mlp_chunks = taps ? 1 : std::max<int64_t>(1, (N + kMlpChunkRows - 1) / kMlpChunkRows);
   const int64_t mlp_rows = (N + mlp_chunks - 1) / mlp_chunks;
-  Tensor h_buf = backend_tensor(ops_, N, V), qkv_buf = backend_tensor(ops_, N, 3 * A);
-  Tensor attn_buf = backend_tensor(ops_, N, A), gate_up_buf = backend_tensor(ops_, mlp_rows, 2 * I);
-  const kernels::View h = view_of(ops_, h_buf);                  // normed input, then projections
-  const kernels::View qkv = view_of(ops_, qkv_buf);              // [q | k | v] of each patch
+  if (s.h.empty_tensor()) {
+    s.h = backend_tensor(ops_, N, V);
+    s.qkv = backend_tensor(ops_, N, 3 * A);
+    s.attn = backend_tensor(ops_, N, A);
+  }
+  if (s.gate_up.empty_tensor() || s.gate_up.dim(0) < mlp_rows) s.gate_up = backend_tensor(ops_, mlp_rows, 2 * I);
+  const kernels::View h = view_of(ops_, s.h);                    // normed input, then projections
+  const kernels::View qkv = view_of(ops_, s.qkv);                // [q | k | v] of each patch
   const kernels::View q = qkv.cols_range(0, A), k = qkv.cols_range(A, A), v = qkv.cols_range(2 * A, A);
-  const kernels::View attn = view_of(ops_, attn_buf);
-  const kernels::View gate_up_all = view_of(ops_, gate_up_buf);  // [gate | up] of a chunk's patches
+  const kernels::View attn = view_of(ops_, s.attn);
+  const kernels::View gate_up_all = view_of(ops_, s.gate_up);    // [gate | up] of a chunk's patches
   const kernels::View cos = view_of(ops_, s.cos), sin = view_of(ops_, s.sin);
   auto emit = [&](int l, const char* site, const kernels::View& t) { tap(taps, ops_, "vision", l, site, t); };
   std::vector<int64_t> image_patches;
@@ -118,6 +122,7 @@ void VisionEncoder::run_layers(VisionState& s, int n_layers, Taps* taps) const {
     emit(l, "out", x);
   }
   s.next_layer = end;
+  if (done(s)) s.h = s.qkv = s.attn = s.gate_up = Tensor();  // the projector reads x alone
 }
 
 void patch_merge(const float* in, int grid_h, int grid_w, int64_t d, int m, float* out) {

@@ -35,6 +35,10 @@ struct VisionState {
   std::vector<ImageGrid> grids;
   Tensor x;         // [sum n_patches, hidden]
   Tensor cos, sin;  // RoPE tables [sum n_patches, head_dim/2]
+  // The blocks' buffers (normed input, [q | k | v], attention output, a chunk's [gate | up]), made
+  // by the first run_layers call and kept until the last block: a page encoded a few blocks per
+  // engine step would otherwise map and fault in a fresh ~250 MB at every step.
+  Tensor h, qkv, attn, gate_up;
   int next_layer = 0;
   int64_t n_patches() const { return x.empty_tensor() ? 0 : x.dim(0); }
 };
