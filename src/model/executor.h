@@ -7,10 +7,11 @@
 //       embeddings, and whether the last row's logits (or a device-sampled token) are wanted.
 // Scheduling, prefix caching and block accounting stay in runtime/; an executor only computes.
 //
-// TextDecoder / VisionEncoder / Projector are the model, on every backend; an executor adds what
-// its device needs around them. CpuExecutor: host step arrays, a host KV pool. The CUDA executor
-// (src/model/lightonocr/cuda/, made by runtime/executor_factory for backend "cuda"): staging of step
-// inputs into fixed device buffers, the device KV pool, decode graphs, device sampling.
+// A family's forward passes are the model, on every backend; an executor adds what its device needs
+// around them. LightOnOCR-2's CpuExecutor (lightonocr/executor.h): host step arrays, a host KV
+// pool; its CUDA executor (lightonocr/cuda/, made by runtime/executor_factory for backend "cuda"):
+// staging of step inputs into fixed device buffers, the device KV pool, decode graphs, device
+// sampling. Qwen3.5's (qwen35/executor.h) adds the recurrent state slots.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +21,10 @@
 
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "model/kv_pool.h"
 #include "model/processor.h"
-#include "model/workspace.h"
 
 namespace locr::model {
 
-class LightOnOcr;
 class Taps;  // model/taps.h
 
 // Image embeddings of one request's pages: [rows, text hidden] F32, on the host or on a device.
@@ -60,15 +58,6 @@ class TensorEmbeds : public ImageEmbeds {
   Tensor t_;
   kernels::Ops& ops_;
 };
-
-// The vision half of an executor, the same on every backend: model::VisionEncoder and Projector
-// over the model's kernels, a few encoder layers per call.
-namespace vision {
-std::unique_ptr<VisionJob> begin(const LightOnOcr& m, const std::vector<ProcessedImage>& images, Taps* taps);
-void run(const LightOnOcr& m, VisionJob& job, int n_layers, Taps* taps);
-// vision_hidden, when set, receives a host copy of the encoder's output.
-std::shared_ptr<ImageEmbeds> finish(const LightOnOcr& m, VisionJob& job, Tensor* vision_hidden, Taps* taps);
-}  // namespace vision
 
 // Device sampling parameters of one sequence (see kernels/cuda SampleParams): used only when the
 // executor supports device sampling and the request needs no host-side logits processing.
@@ -172,37 +161,6 @@ class Executor {
   // Named taps (model/taps.h) for the vision and step calls that follow, until set_taps(nullptr).
   // False when this executor cannot record them (the caller must then say so, not dump nothing).
   virtual bool set_taps(Taps* taps) { return taps == nullptr; }
-};
-
-// Runs today's CPU code (kernels::Ops of the loaded model).
-class CpuExecutor : public Executor {
- public:
-  CpuExecutor(const LightOnOcr& model, const ExecutorOptions& opts);
-  const char* name() const override { return "cpu"; }
-  bool supports_multi_row_logits() const override { return true; }
-  int64_t kv_blocks() const override { return kv_.n_blocks(); }
-  int block_size() const override { return kv_.block_size(); }
-  int64_t kv_bytes_per_block() const override;
-  std::unique_ptr<VisionJob> vision_begin(const std::vector<ProcessedImage>& images) override;
-  void vision_run(VisionJob& job, int n_layers) override;
-  std::shared_ptr<ImageEmbeds> vision_finish(VisionJob& job, Tensor* vision_hidden = nullptr) override;
-  int vision_layers() const override;
-  // Host kernels keep no state between calls (kernels/ops.h); not while taps record.
-  bool concurrent_vision() const override;
-  void step(const std::vector<StepSeq>& seqs, StepOutput* out, const HiddenHook& hidden = nullptr) override;
-  bool set_taps(Taps* taps) override {
-    taps_ = taps;
-    return true;
-  }
-
-  // Host image embeddings (what the CPU executor's ImageEmbeds are), for tests and host callers.
-  static std::shared_ptr<ImageEmbeds> host_embeds(Tensor t);
-
- private:
-  const LightOnOcr& model_;
-  KvPool kv_;
-  Workspace ws_;  // the decoder's activations, reused from step to step
-  Taps* taps_ = nullptr;
 };
 
 // Host executors' shared step plumbing. Writes the image embedding rows of `s` (its TensorEmbeds in

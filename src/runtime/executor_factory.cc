@@ -1,6 +1,7 @@
 #include "runtime/executor_factory.h"
 
 #include "core/error.h"
+#include "model/lightonocr/executor.h"
 #include "model/qwen35/executor.h"
 #ifdef LOCR_HAVE_CUDA
 #include "model/lightonocr/cuda/cuda_executor.h"

@@ -15,6 +15,7 @@
 #endif
 #include "io/image.h"
 #include "model/executor.h"
+#include "model/lightonocr/executor.h"
 #include "model/lightonocr/lighton_ocr.h"
 #include "runtime/executor_factory.h"
 #include "runtime/generate.h"

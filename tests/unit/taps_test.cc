@@ -12,6 +12,7 @@
 #include "io/image.h"
 #include "io/safetensors.h"
 #include "model/executor.h"
+#include "model/lightonocr/executor.h"
 #include "model/lightonocr/lighton_ocr.h"
 #include "model/taps.h"
 #include "runtime/executor_factory.h"

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "model/lightonocr/executor.h"
 #include "model/lightonocr/step_batch.h"
 #include "model/memory_sizing.h"
 #include "model/rope.h"
