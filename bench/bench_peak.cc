@@ -1,6 +1,6 @@
 // bench_peak: the machine's rooflines. Arithmetic, measured with register-only loops (no loads):
-// vdpbf16ps (64 FLOP per instruction: 16 lanes x 2 products x multiply-add) and 512-bit FMA
-// (32 FLOP); compare GEMM GFLOP/s against these. Memory: the DRAM read rate of 1-N threads
+// vdpbf16ps (64 FLOP per instruction: 16 lanes x 2 products x multiply-add), 512-bit FMA
+// (32 FLOP) and 256-bit FMA (16 FLOP, the AVX2 machines' roofline); compare GEMM GFLOP/s against these. Memory: the DRAM read rate of 1-N threads
 // streaming a buffer far larger than the caches, on 4 KiB and on huge pages; compare a batch-1
 // decode step's weight GB/s (which reads every weight once) against it.
 #include <benchmark/benchmark.h>
@@ -18,6 +18,7 @@
 namespace locr::bench {
 float peak_loop_dpbf16(int64_t iters);
 float peak_loop_fma512(int64_t iters);
+float peak_loop_fma256(int64_t iters);
 }  // namespace locr::bench
 
 namespace {
@@ -64,6 +65,14 @@ void BM_PeakFma512(benchmark::State& st) {
     return;
   }
   run_peak<locr::bench::peak_loop_fma512>(st, 16 * 32);  // 16 instructions x 32 FLOP
+}
+
+void BM_PeakFma256(benchmark::State& st) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    st.SkipWithError("no AVX2 + FMA");
+    return;
+  }
+  run_peak<locr::bench::peak_loop_fma256>(st, 12 * 16);  // 12 instructions x 16 FLOP
 }
 
 // Each thread sums its share of a 1 GiB buffer with 8 independent 64-bit chains (plain loads: no
@@ -119,6 +128,7 @@ void BM_StreamReadHugePages(benchmark::State& st) {
 // Argument: number of threads running the loop concurrently.
 BENCHMARK(BM_PeakDpbf16)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PeakFma512)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PeakFma256)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StreamRead)->DenseRange(1, locr::ThreadPool::default_threads())->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StreamReadHugePages)
     ->DenseRange(1, locr::ThreadPool::default_threads())
