@@ -249,7 +249,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
     const std::string mdir = a.get("model", a.get("MODEL"));
     if (on_cuda && is_qwen35_model(mdir)) {
       on_cuda = false;
-      why = "the Qwen3.5 family has no CUDA executor yet";
+      why = "the Qwen3.5 family's CUDA executor has not run on a GPU yet; --device cuda selects it";
     }
     if (on_cuda && std::filesystem::is_regular_file(std::filesystem::path(mdir) / "config.json") &&
         !runtime::cuda_supports(model::ModelConfig::from_file((std::filesystem::path(mdir) / "config.json").string()), &why))

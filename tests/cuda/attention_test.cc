@@ -110,12 +110,16 @@ TEST(CudaAttentionVarlen, CausalWithGqa) {
   run_case({{1, 17, 70}, {40, 17, 300}, 4, 2, 128, 0, 0, 0, true});
   // A sequence with no query rows in the pack.
   run_case({{0, 33}, {5, 33}, 2, 1, 64, 0, 0, 0, true});
+  // Qwen3.5's gated attention: 8 query heads over 2 kv heads of 256, and a continued prompt.
+  run_case({{1, 31, 129, 200}, {1, 31, 129, 200}, 8, 2, 256, 0, 0, 0, true});
+  run_case({{1, 17, 70}, {40, 17, 300}, 4, 1, 256, 8, 8, 8, true});
 }
 
 TEST(CudaAttentionVarlen, LongSequenceStaysFinite) {
   LOCR_CUDA_TEST_SKIP_IF_UNAVAILABLE();
   run_case({{1500}, {1500}, 2, 2, 64, 0, 0, 0, false});
   run_case({{1025}, {1025}, 2, 1, 128, 0, 0, 0, true});
+  run_case({{1025}, {1025}, 2, 1, 256, 0, 0, 0, true});
 }
 
 }  // namespace

@@ -177,6 +177,8 @@ TEST(CudaPagedAttention, DecodeAcrossBlockAndSplitBoundaries) {
   run_case({{300, 40, 513}, {1, 0, 1}}, 4, 4, 128, 32, 0, 1000);
   // Short contexts only: a single split, no workspace.
   run_case({{1, 2, 200}, {1, 1, 1}}, 2, 1, 64, 16, 0, 0);
+  // Qwen3.5's gated attention: 8 query heads over 2 kv heads of 256 (LightOnOCR-3-0.8B).
+  run_case({lens, std::vector<int>(lens.size(), 1)}, 8, 2, 256, 16, 0, 0);
 }
 
 TEST(CudaPagedAttention, PrefillChunks) {
@@ -185,6 +187,8 @@ TEST(CudaPagedAttention, PrefillChunks) {
   run_case({{5, 64, 65, 130, 300, 17}, {5, 64, 65, 30, 129, 1}}, 16, 8, 128, 16, 0, 0);
   run_case({{33, 100, 1}, {33, 7, 1}}, 3, 1, 64, 16, 5, 0);
   run_case({{520}, {520}}, 2, 2, 128, 32, 8, 0);
+  // head_dim 256 (Qwen3.5): first chunks, a later chunk over cached context, a decode row.
+  run_case({{5, 64, 65, 300, 17}, {5, 64, 65, 129, 1}}, 8, 2, 256, 16, 0, 0);
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 // tensor cores (WMMA 16x16x16, F32 accumulate), the online softmax is F32 in base 2 (scores
 // multiplied by scale * log2 e), P is rounded to BF16 for the P V product, and the F32 output
 // accumulator O lives in shared memory, rescaled by exp2(m_old - m_new) before each P V. No n x n
-// buffer exists; memory per block is fixed (~50 KB at head_dim 64, ~81 KB at 128).
+// buffer exists; memory per block is fixed (~50 KB at head_dim 64, ~81 KB at 128, ~149 KB at 256:
+// head_dim 256 needs the opt-in shared memory of sm_80 and later, 163 KB on A100, 227 KB on H100).
 // Masking: keys j >= len_k, and with `causal` keys j > t + (len_k - len_q) for query row t. A query
 // row that sees no key at all gets 0 (never NaN).
 // kFp8 (paged only): K/V come from an FP8 E4M3 cache with per-row-and-head scales (kv_fp8.h); each

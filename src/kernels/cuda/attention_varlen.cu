@@ -1,6 +1,7 @@
 // Attention over packed variable-length sequences (the vision encoder: several images, no
 // cross-image attention; also causal prefill of whole prompts from contiguous Q/K/V): the host
-// side of the FlashAttention-2 style tile kernel in attention_tile.cuh, for head_dim 64 and 128.
+// side of the FlashAttention-2 style tile kernel in attention_tile.cuh, for head_dim 64, 128 and 256
+// (Qwen3.5's gated attention).
 // Grid: (query tiles of the longest sequence, heads, sequences); tiles past a sequence's end exit
 // at once. Not here: the paged KV cache (paged_attention.cu).
 #include <cmath>
@@ -30,22 +31,27 @@ void launch_tile(const TileArgs& a, int max_q, int n_heads, int n_seqs, Stream s
   LOCR_CUDA_LAUNCHED("attention_tile_kernel");
 }
 
-void run_tile(const TileArgs& a, int head_dim, bool paged, int max_q, int n_heads, int n_seqs, Stream s) {
-  if (paged && a.k_fp8) {  // the FP8 cache is paged only
-    head_dim == 64 ? launch_tile<64, true, true>(a, max_q, n_heads, n_seqs, s)
-                   : launch_tile<128, true, true>(a, max_q, n_heads, n_seqs, s);
-    return;
-  }
-  if (head_dim == 64)
-    paged ? launch_tile<64, true>(a, max_q, n_heads, n_seqs, s) : launch_tile<64, false>(a, max_q, n_heads, n_seqs, s);
+template <int D>
+void run_tile_d(const TileArgs& a, bool paged, int max_q, int n_heads, int n_seqs, Stream s) {
+  if (paged && a.k_fp8)  // the FP8 cache is paged only
+    launch_tile<D, true, true>(a, max_q, n_heads, n_seqs, s);
+  else if (paged)
+    launch_tile<D, true>(a, max_q, n_heads, n_seqs, s);
   else
-    paged ? launch_tile<128, true>(a, max_q, n_heads, n_seqs, s)
-          : launch_tile<128, false>(a, max_q, n_heads, n_seqs, s);
+    launch_tile<D, false>(a, max_q, n_heads, n_seqs, s);
+}
+
+void run_tile(const TileArgs& a, int head_dim, bool paged, int max_q, int n_heads, int n_seqs, Stream s) {
+  switch (head_dim) {
+    case 64: return run_tile_d<64>(a, paged, max_q, n_heads, n_seqs, s);
+    case 128: return run_tile_d<128>(a, paged, max_q, n_heads, n_seqs, s);
+    default: return run_tile_d<256>(a, paged, max_q, n_heads, n_seqs, s);  // check_heads() allowed only these
+  }
 }
 
 void check_heads(int n_heads, int n_kv_heads, int head_dim, const char* what) {
-  if (head_dim != 64 && head_dim != 128)
-    fail(ErrorKind::kUnsupported, what, ": head_dim ", head_dim, " (the CUDA kernels support 64 and 128)");
+  if (head_dim != 64 && head_dim != 128 && head_dim != 256)
+    fail(ErrorKind::kUnsupported, what, ": head_dim ", head_dim, " (the CUDA kernels support 64, 128 and 256)");
   if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
     fail(ErrorKind::kInternal, what, ": ", n_heads, " query heads are not a multiple of ", n_kv_heads, " kv heads");
 }

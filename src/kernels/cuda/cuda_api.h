@@ -253,7 +253,7 @@ struct VarlenAttention {
   const int32_t* cu_k = nullptr;  // [n_seqs + 1], device
   int n_seqs = 0;
   int max_q = 0;  // longest query run (grid sizing)
-  int n_heads = 0, n_kv_heads = 0, head_dim = 0;  // head_dim in {64, 128}
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;  // head_dim in {64, 128, 256}
   int64_t q_stride = 0, kv_stride = 0, out_stride = 0;
   float scale = 1.0f;
   bool causal = false;

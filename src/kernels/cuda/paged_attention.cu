@@ -246,7 +246,8 @@ void paged_attention(const PagedAttention& p, void* workspace, Stream s) {
       a.part_ml = a.part_o + static_cast<int64_t>(p.n_seqs) * p.n_heads * a.n_splits * p.head_dim;
     }
     if (p.head_dim == 64) detail::launch_decode<64>(a, p.n_seqs, s);
-    else detail::launch_decode<128>(a, p.n_seqs, s);
+    else if (p.head_dim == 128) detail::launch_decode<128>(a, p.n_seqs, s);
+    else detail::launch_decode<256>(a, p.n_seqs, s);
     return;
   }
   detail::TileArgs a;

@@ -6,12 +6,14 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#include "kernels/devices.h"
 #include "model/json_fields.h"
 #include "model/kv_cache_dtype.h"
 
 namespace locr::model::qwen35 {
 
 std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& opts) {
+  kernels::check_backend_usable(opts.backend);
   std::unique_ptr<Model> m(new Model());
   m->config_ = Config::from_file(dir + "/config.json");
   m->proc_ = load_processor_config(dir);
@@ -19,8 +21,6 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
       m->proc_.temporal_patch_size != m->config_.vision.temporal_patch_size)
     fail(ErrorKind::kInvalidArgument, dir, "/preprocessor_config.json: patch ", m->proc_.patch_size, ", merge ",
          m->proc_.merge_size, ", temporal ", m->proc_.temporal_patch_size, " differ from config.json's vision_config");
-  if (opts.backend == "cuda")
-    fail(ErrorKind::kUnsupported, "the Qwen3.5 family runs on the ref and cpu backends so far, not on cuda");
   const std::string gen_path = io::join_path(dir, "generation_config.json");
   if (io::file_exists(gen_path)) m->gen_config_ = GenerationConfig::from_json(read_json_file(gen_path));
   // transformers ignores tokenizer.json's pre-tokenizer for Qwen3.5 and builds its own (tokenizer/tokenizer.h).

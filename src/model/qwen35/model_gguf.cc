@@ -12,8 +12,6 @@ namespace locr::model::qwen35 {
 
 std::unique_ptr<Model> Model::load_gguf(std::shared_ptr<io::GgufFile> text, const std::string& path,
                                         const LoadOptions& opts) {
-  if (opts.backend == "cuda")
-    fail(ErrorKind::kUnsupported, "the Qwen3.5 family runs on the ref and cpu backends so far, not on cuda");
   kernels::check_backend_usable(opts.backend);
   if (opts.image_align != 28)
     fail(ErrorKind::kUnsupported, "--image-align is not supported for Qwen3.5 models (their processor aligns to ",
