@@ -247,9 +247,8 @@ class CpuOps final : public Ops {
       return static_cast<const char*>(pw.data) + static_cast<size_t>(p * KP * nr + k0 * nr) * belem;
     };
     ThreadPool& pool = ThreadPool::global();
-    const int64_t mc = mr * 8;
 
-    if (M <= mc) {
+    if (M <= mr * 8) {
       // Few rows (decode, small chunks): pack x once; threads split the weight panels.
       const int64_t tiles = ceil_div(M, mr);
       std::vector<int64_t> kb_off(n_kb + 1, 0);
@@ -278,13 +277,25 @@ class CpuOps final : public Ops {
     }
 
     // Many rows: tasks are (block of mc rows) x (range of panels); each packs its rows' A block.
-    const int64_t mblocks = ceil_div(M, mc);
-    const int64_t threads = pool.size();
-    const int64_t nsplit = std::clamp<int64_t>(ceil_div(4 * threads, mblocks), 1, pw.panels);
-    const int64_t per_split = ceil_div(pw.panels, nsplit);
     // bf16 K-major panels are widened to f32 once per (panel, K block) into an L1/L2-resident
     // slice that all row tiles of the block reuse, so the microkernel runs at the pure-FMA rate.
     const bool widen = pw.fmt == BFormat::kKMajorBf16;
+    // Rows per block: each block streams the whole weight again (from L3 or DRAM once it outgrows
+    // L2) and, when widening, converts it again. Widened blocks are 3x taller (144 rows on AVX2:
+    // A 288 KB at kc 512, inside a 512 KB L2), which took a 4096 x 1024 weight over 8,580 rows
+    // from 82 to 93-99 GFLOP/s on one Zen 4 core (docs/benchmarks.md); the f32 and bf16-pair
+    // panels measured no gain from it.
+    int64_t mc = mr * (widen ? 24 : 8);
+    const int64_t threads = pool.size();
+    if (widen && ceil_div(M, mc) % threads != 0) {
+      // Tall blocks are few: as many as a multiple of the threads, no taller than mc (the
+      // blocking never changes a result: each element sums its K blocks in order).
+      const int64_t blocks = ceil_div(ceil_div(M, mc), threads) * threads;
+      mc = std::min(mc, ceil_div(ceil_div(M, blocks), mr) * mr);
+    }
+    const int64_t mblocks = ceil_div(M, mc);
+    const int64_t nsplit = std::clamp<int64_t>(ceil_div(4 * threads, mblocks), 1, pw.panels);
+    const int64_t per_split = ceil_div(pw.panels, nsplit);
     const size_t a_bytes = static_cast<size_t>(mc / mr * tile_elems(kc_max)) * 4;
     const size_t w_bytes = widen ? static_cast<size_t>(kc_max * nr) * 4 : 0;
     const size_t per_thread = (a_bytes + w_bytes + 63) / 64 * 64;
