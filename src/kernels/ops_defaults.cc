@@ -9,8 +9,8 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/heap.h"
 #include "core/fp8.h"
+#include "core/heap.h"
 #include "kernels/ops.h"
 
 namespace locr::kernels {

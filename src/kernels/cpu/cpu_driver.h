@@ -3,7 +3,6 @@
 // driver. Not a public interface.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -3,7 +3,6 @@
 // dtype, its shape and its 64-byte aligned bytes (huge pages when large: core/heap.h).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
