@@ -13,6 +13,7 @@
 #include "apps/model_args.h"
 #include "core/log.h"
 #include "io/safetensors.h"
+#include "model/lightonocr/tap_names.h"
 #include "model/taps.h"
 
 namespace locr::app {

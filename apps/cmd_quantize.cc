@@ -1,7 +1,8 @@
 // `locr quantize IN OUT.gguf --type q4_k_m|q8_0|f16|bf16|f32`: a LightOnOCR model directory (or ORG/NAME
 // from the HF cache) written as the two GGUF files llama.cpp's converter writes and llama.cpp loads
-// (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr; see model/gguf_export.h), or for
-// LightOnOCR-3-0.8B / -4B arch qwen35 and clip / qwen3vl_merger (model/qwen35/gguf_export.h).
+// (OUT.gguf, arch qwen3, and mmproj-OUT.gguf, arch clip / lightonocr; see
+// model/lightonocr/gguf_export.h), or for LightOnOCR-3-0.8B / -4B arch qwen35 and clip /
+// qwen3vl_merger (model/qwen35/gguf_export.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +17,7 @@
 #include "core/thread_pool.h"
 #include "io/gguf.h"
 #include "io/file.h"
-#include "model/gguf_export.h"
+#include "model/lightonocr/gguf_export.h"
 #include "model/qwen35/gguf_export.h"
 
 namespace locr::app {

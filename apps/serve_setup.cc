@@ -295,7 +295,7 @@ std::unique_ptr<Serving> open_serving(const Args& a) {
     model::parse_kv_cache_dtype(kv_cache_dtype);  // a bad value fails before the weights load
     handled.insert("kv-cache-dtype");
   }
-  // --quantization q8_0|q4_k|q4_k_m quantizes the weights at load (model/quantize_weights.h), and so does
+  // --quantization q8_0|q4_k|q4_k_m quantizes the weights at load (model/quantize_matrix.h), and so does
   // vLLM's fp8 (online 8-bit weights: Q8_0 here); vLLM's other methods (awq, gptq, ...) name checkpoint
   // formats locr does not read and stay a note.
   std::string quantization;

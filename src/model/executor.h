@@ -21,7 +21,7 @@
 
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "model/processor.h"
+#include "model/image_input.h"
 
 namespace locr::model {
 

@@ -1,11 +1,12 @@
 #include "model/gguf_binder.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/tensor.h"
-#include "model/gguf_checkpoint.h"
+#include "io/file.h"
 
 namespace locr::model {
 
@@ -74,6 +75,78 @@ std::shared_ptr<io::GgufFile> open_mmproj(const std::string& path, const std::st
   if (!gguf_meta_bool(*f, "clip.has_vision_encoder", false))
     fail(ErrorKind::kInvalidArgument, path, ": clip.has_vision_encoder is not true: the mmproj has no vision encoder");
   return f;
+}
+
+DType native_quantized_dtype(uint32_t type, int64_t cols) {
+  if (type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && cols % 32 == 0) return DType::kQ8_0;
+  if (type == static_cast<uint32_t>(io::GgmlType::kQ4_K) && cols % 256 == 0) return DType::kQ4_K;
+  if (type == static_cast<uint32_t>(io::GgmlType::kQ6_K) && cols % 256 == 0) return DType::kQ6_K;
+  return DType::kF32;
+}
+
+Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::GgufTensor& t, int64_t rows,
+                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of, bool keep_quantized) {
+  LOCR_CHECK(rows * cols == t.elements, "bind_gguf_matrix: ", t.name, " shape");
+  const std::string_view bytes = file->data(t);
+  const DType kept = keep_quantized ? native_quantized_dtype(t.type, cols) : DType::kF32;
+  if (kept != DType::kF32) {
+    // Q8_0 / Q4_K / Q6_K rows are independent runs of blocks: used in place, or rows copied for a permutation.
+    Matrix m;
+    m.dtype = kept;
+    m.rows = rows;
+    m.cols = cols;
+    const int64_t row_bytes = dtype_row_bytes(kept, cols);
+    LOCR_CHECK(static_cast<int64_t>(bytes.size()) == rows * row_bytes, "bind_gguf_matrix: ", t.name, " ",
+               dtype_name(kept), " size");
+    if (!row_of) {
+      m.data = bytes.data();
+      m.holder = file;
+      return m;
+    }
+    auto buf = std::make_shared<std::vector<char>>(bytes.size());
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(buf->data() + r * row_bytes, bytes.data() + (*row_of)[r] * row_bytes, static_cast<size_t>(row_bytes));
+    io::release_pages(bytes.data(), bytes.size());
+    m.data = buf->data();
+    m.holder = std::shared_ptr<void>(buf, buf.get());
+    return m;
+  }
+  DType native;
+  const bool plain = t.type == static_cast<uint32_t>(io::GgmlType::kF32) ||
+                     t.type == static_cast<uint32_t>(io::GgmlType::kF16) ||
+                     t.type == static_cast<uint32_t>(io::GgmlType::kBF16);
+  native = t.type == static_cast<uint32_t>(io::GgmlType::kF32)   ? DType::kF32
+           : t.type == static_cast<uint32_t>(io::GgmlType::kF16) ? DType::kF16
+                                                                  : DType::kBF16;
+  const std::vector<int64_t> shape = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+  if (plain && !row_of) {
+    // Zero-copy: the file's map is the storage.
+    return Matrix::from_tensor(Tensor(native, shape, const_cast<char*>(bytes.data()), file));
+  }
+  const DType out_type = plain ? native : dequantize_to;
+  Tensor out = Tensor::empty(out_type, shape);
+  const size_t row_bytes = bytes.size() / static_cast<size_t>(rows);
+  const size_t out_row = static_cast<size_t>(cols) * dtype_size(out_type);
+  std::vector<float> tmp(plain ? 0 : static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t src = row_of ? (*row_of)[r] : r;
+    const char* in = bytes.data() + static_cast<size_t>(src) * row_bytes;
+    char* dst = static_cast<char*>(out.raw()) + static_cast<size_t>(r) * out_row;
+    if (plain) {
+      std::memcpy(dst, in, row_bytes);
+      continue;
+    }
+    io::dequantize_row(t.type, in, tmp.data(), cols);
+    if (out_type == DType::kF32) {
+      std::memcpy(dst, tmp.data(), out_row);
+    } else {
+      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+      for (int64_t c = 0; c < cols; ++c) d[c] = f32_to_bf16(tmp[c]);
+    }
+  }
+  // The file's pages of this tensor are not read again: hand them back (advisory).
+  io::release_pages(bytes.data(), bytes.size());
+  return Matrix::from_tensor(out);
 }
 
 GgufBinder::GgufBinder(std::shared_ptr<io::GgufFile> f, std::string family, DType dequantize_to, kernels::Ops* pack,

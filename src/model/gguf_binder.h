@@ -1,8 +1,8 @@
 // Reading llama.cpp GGUF files into locr's weight structs, shared by both model families
-// (model/gguf_checkpoint.h for LightOnOCR's `qwen3` + `mmproj`, model/qwen35/gguf.h for Qwen3.5's
-// `qwen35` + `mmproj`): typed metadata getters that name the file and key when a value is missing or
-// of the wrong type, and GgufBinder, which binds tensors by name with shape checks and refuses a
-// file with tensors no code reads.
+// (model/lightonocr/gguf_checkpoint.h for LightOnOCR's `qwen3` + `mmproj`, model/qwen35/gguf.h for
+// Qwen3.5's `qwen35` + `mmproj`): typed metadata getters that name the file and key when a value is
+// missing or of the wrong type, bind_gguf_matrix (a tensor -> Matrix), and GgufBinder, which binds
+// tensors by name with shape checks and refuses a file with tensors no code reads.
 #pragma once
 
 #include <array>
@@ -40,11 +40,24 @@ void gguf_mean_std(const io::GgufFile& mmproj, std::array<float, 3>* mean, std::
 std::shared_ptr<io::GgufFile> open_mmproj(const std::string& path, const std::string& projector, ErrorKind kind,
                                           const std::string& why);
 
+// The one place a GGUF tensor becomes a Matrix [rows, cols]: F32, F16 and BF16 point into the
+// mapped file, and so do Q8_0, Q4_K and Q6_K with `keep_quantized` (DType::kQ8_0 / kQ4_K / kQ6_K, run natively,
+// when the rows are whole blocks: native_quantized_dtype); any other type is
+// dequantized to `dequantize_to` into a buffer the Matrix owns. `row_of` (may be null) gives, for
+// each output row, the file row it comes from (a copy then, in the same type).
+Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::GgufTensor& t, int64_t rows,
+                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of = nullptr,
+                        bool keep_quantized = false);
+
+// The DType a GGUF tensor of ggml type `type` with rows of `cols` runs as natively: kQ8_0, kQ4_K, kQ6_K, or
+// kF32 meaning "not natively" (other types, or rows that are not a whole number of blocks).
+DType native_quantized_dtype(uint32_t type, int64_t cols);
+
 // Binds the tensors of one GGUF by name, as model/weight_binder.h does for safetensors.
 class GgufBinder {
  public:
   // `family` names the model family in errors ("LightOnOCR", "Qwen3.5"). dequantize_to, pack and
-  // keep_quantized: as load_gguf_weights (model/gguf_checkpoint.h).
+  // keep_quantized: as load_gguf_weights (model/lightonocr/gguf_checkpoint.h).
   GgufBinder(std::shared_ptr<io::GgufFile> f, std::string family, DType dequantize_to, kernels::Ops* pack,
              bool keep_quantized);
 

@@ -1,6 +1,7 @@
-// What both families' GGUF writers (`locr quantize`: model/gguf_export.h for LightOnOCR-2,
+// What both families' GGUF writers (`locr quantize`: model/lightonocr/gguf_export.h for LightOnOCR-2,
 // model/qwen35/gguf_export.h for Qwen3.5) share: the tensor list, the bytes of a tensor in its GGUF
-// type, and the converter's naming and metadata helpers. Internal to those writers.
+// type, and the converter's naming and metadata helpers (gguf_export_parts.cc). Internal to those
+// writers; what their callers see is model/gguf_export_common.h.
 #pragma once
 
 #include <array>
@@ -13,7 +14,7 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "kernels/ops.h"
-#include "model/gguf_export.h"
+#include "model/gguf_export_common.h"
 
 namespace locr::model::export_detail {
 

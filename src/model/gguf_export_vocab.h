@@ -1,4 +1,4 @@
-// The tokenizer and sampling metadata of `locr quantize` (model/gguf_export.h), as llama.cpp's
+// The tokenizer and sampling metadata of `locr quantize` (model/gguf_export_common.h), as llama.cpp's
 // converter writes them (TextModel._set_vocab_gpt2, gguf-py SpecialVocab and Metadata):
 //
 //   tokenizer.ggml.model / pre    "gpt2" / "qwen2" or "qwen35" (a byte-level BPE tokenizer.json is required)

@@ -10,7 +10,7 @@
 
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "model/config.h"
+#include "model/text_config.h"
 
 namespace locr::model {
 

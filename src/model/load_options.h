@@ -15,7 +15,7 @@ struct LoadOptions {
                                     // "cuda": the CUDA executor (weights go to the GPU, no CPU packing)
   std::string chat_template_file;   // overrides the model's template when set
   int image_align = 28;             // 28 (vLLM rule) or 14 (transformers' LightOnOcrProcessor)
-  std::string quantization;         // "" (the checkpoint's dtype) or "q8_0" (model/quantize_weights.h)
+  std::string quantization;         // "" (the checkpoint's dtype) or "q8_0" (model/quantize_matrix.h)
   std::string kv_cache_dtype;       // --kv-cache-dtype (model/kv_cache_dtype.h): "" / "auto" (the backend's),
                                     // "bfloat16", "fp8" / "fp8_e4m3" (every backend)
   std::string mmproj;               // with a text GGUF model: the mmproj GGUF (vision + projector);

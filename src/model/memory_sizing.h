@@ -1,22 +1,14 @@
 // How big the KV cache is, in one place for every backend: vLLM's --gpu-memory-utilization F is a
 // fraction of the memory the model runs in (host RAM for the CPU backends: server/memory_plan;
 // device memory for cuda: the CUDA executor) for weights, activations and KV together, so the KV
-// cache gets F x total minus what is already used (weights) minus an activation estimate;
-// --kv-cache-memory gives the bytes directly. Either way the pool is capped at what the sequences
-// could ever use.
+// cache gets F x total minus what is already used (weights) minus an activation estimate (each
+// model's own; LightOnOCR-2's: model/lightonocr/activation_estimate.h); --kv-cache-memory gives the
+// bytes directly. Either way the pool is capped at what the sequences could ever use.
 #pragma once
 
 #include <cstdint>
 
-#include "model/config.h"
-
 namespace locr::model {
-
-// Peak activation bytes of the forward pass (F32 on every backend): one decoder step of
-// max_num_batched_tokens rows and max_num_seqs logits rows, or the largest page through one
-// encoder layer plus one head's attention scores, whichever the engine runs (both counted: an
-// engine step may hold a page's encoder state while it decodes).
-int64_t activation_estimate(const ModelConfig& cfg, int64_t max_num_batched_tokens, int64_t max_num_seqs);
 
 // The KV bytes `utilization` of `total` leaves after `in_use` and `activations` bytes. Fails
 // (kInvalidArgument) on a utilization outside (0, 1] and (kLimit) when nothing is left, naming

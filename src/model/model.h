@@ -16,8 +16,8 @@
 #include "io/image.h"
 #include "kernels/ops.h"
 #include "model/chat_template.h"
-#include "model/config.h"
-#include "model/processor.h"
+#include "model/generation_config.h"
+#include "model/image_input.h"
 #include "tokenizer/tokenizer.h"
 #include "model/variant.h"
 
@@ -112,7 +112,8 @@ class Model {
   // held for each of max_num_seqs sequences beside the KV cache); 0 for attention-only models.
   virtual int64_t state_bytes_per_sequence() const { return 0; }
   // Peak activation bytes of one engine step of max_num_batched_tokens rows and max_num_seqs
-  // logits rows with the largest page's encoding beside it (model/memory_sizing.h).
+  // logits rows with the largest page's encoding beside it (model/memory_sizing.h; LightOnOCR-2's:
+  // model/lightonocr/activation_estimate.h).
   virtual int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const = 0;
 
   // The kernel backend the model's parts run on (host backends: time it op by op, kernels/op_profile.h).

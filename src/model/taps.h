@@ -38,7 +38,6 @@
 
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "model/config.h"
 
 namespace locr::model {
 
@@ -83,8 +82,6 @@ inline void tap(Taps* t, kernels::Ops& ops, const char* scope, int layer, const 
   if (t) t->record(ops, scope, layer, site, x);
 }
 
-// Every tap name of a model, in forward order (vision ones only when `vision`).
-std::vector<std::string> tap_names(const ModelConfig& cfg, bool vision);
 // '*' and '?' glob match of a whole name.
 bool tap_glob_match(const std::string& pattern, const std::string& name);
 

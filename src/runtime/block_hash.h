@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "model/processor.h"
+#include "model/image_input.h"
 
 namespace locr::runtime {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/processor.h"
+#include "model/image_input.h"
 #include "runtime/finish.h"
 #include "runtime/speculative.h"
 #include "runtime/token_selector.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/config.h"
+#include "model/generation_config.h"
 #include "runtime/loop_guard.h"
 #include "runtime/token_selector.h"
 

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/processor.h"
+#include "model/image_input.h"
 #include "runtime/finish.h"
 #include "runtime/request.h"
 #include "server/openai_schema.h"

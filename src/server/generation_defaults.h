@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/config.h"
+#include "model/generation_config.h"
 
 namespace locr::server {
 

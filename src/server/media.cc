@@ -8,7 +8,6 @@
 
 #include <httplib.h>
 
-#include "model/processor.h"
 #include "server/decode_budget.h"
 #include "server/errors.h"
 

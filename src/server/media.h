@@ -4,7 +4,7 @@
 // per-request pixel budget are checked before any pixel is decoded), then decoded one at a time
 // under the server-wide decode budget and shrunk to the model's size at once, so only the
 // model-sized copy of each image is kept. Every failure is an ApiError 400 naming the image and
-// the cause. Not here: the rest of preprocessing (model/processor, inside build_prompt).
+// the cause. Not here: the rest of preprocessing (the model's, inside build_prompt).
 #pragma once
 
 #include <optional>

@@ -9,7 +9,6 @@
 #include <filesystem>
 
 #include "core/log.h"
-#include "model/processor.h"
 #include "runtime/metrics.h"
 #include "server/decode_budget.h"
 #include "server/errors.h"

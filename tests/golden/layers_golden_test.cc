@@ -9,11 +9,11 @@
 
 #include "io/safetensors.h"
 #include "kernels/ops.h"
-#include "model/config.h"
+#include "model/lightonocr/config.h"
+#include "model/lightonocr/processor.h"
 #include "model/lightonocr/text_decoder.h"
 #include "model/lightonocr/vision_encoder.h"
-#include "model/processor.h"
-#include "model/weights.h"
+#include "model/lightonocr/weights.h"
 #include "toolkit/compare.h"
 
 namespace fs = std::filesystem;

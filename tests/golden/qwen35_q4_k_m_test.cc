@@ -14,7 +14,7 @@
 
 #include "../common/qwen35_matrices.h"
 #include "io/safetensors.h"
-#include "model/gguf_export.h"
+#include "model/gguf_export_common.h"
 #include "model/qwen35/gguf.h"
 #include "model/qwen35/gguf_export.h"
 #include "toolkit/synth_model.h"

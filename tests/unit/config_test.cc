@@ -1,7 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "model/config.h"
+#include "model/generation_config.h"
+#include "model/lightonocr/config.h"
 
 namespace locr::model {
 namespace {

@@ -1,4 +1,4 @@
-// `locr quantize` (model/gguf_export.h) against llama.cpp's own converter: tiny_a written by locr
+// `locr quantize` (model/lightonocr/gguf_export.h) against llama.cpp's own converter: tiny_a written by locr
 // as q8_0 / f32 / f16 / bf16 equals the converter's files (tests/fixtures/gguf/models/, made by
 // tools/reference/make_gguf_model_fixtures.py) tensor by tensor (name, order, ne, type, bytes), key
 // by key (type and value), and byte for byte as whole files; locr loads what it wrote and computes
@@ -24,7 +24,7 @@
 #include "io/file.h"
 #include "io/gguf.h"
 #include "io/image.h"
-#include "model/gguf_export.h"
+#include "model/lightonocr/gguf_export.h"
 #include "model/lightonocr/lighton_ocr.h"
 #include "runtime/generate.h"
 #include "gguf_compare.h"

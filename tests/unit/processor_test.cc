@@ -12,7 +12,7 @@
 #include "io/file.h"
 #include "io/image.h"
 #include "io/safetensors.h"
-#include "model/processor.h"
+#include "model/lightonocr/processor.h"
 
 namespace locr::model {
 namespace {

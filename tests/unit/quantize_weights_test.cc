@@ -1,4 +1,4 @@
-// `--quantization q8_0` (model/quantize_weights.h): the tiny model's matmul weights become Q8_0 at
+// `--quantization q8_0` (model/lightonocr/quantize_weights.h): the tiny model's matmul weights become Q8_0 at
 // load, the rest stays as stored, and the quantized model's prompt logits, hidden states and image
 // embeddings stay within the seeds' accuracy threshold (cosine similarity > 0.999, locr eval's
 // default) of the checkpoint's own FP32 forward pass, on a text prompt and an image prompt.
@@ -14,7 +14,7 @@
 #include "io/image.h"
 #include "kernels/devices.h"
 #include "model/lightonocr/lighton_ocr.h"
-#include "model/quantize_weights.h"
+#include "model/lightonocr/quantize_weights.h"
 #include "runtime/generate.h"
 #include "vector_cosine.h"
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "model/lightonocr/activation_estimate.h"
 #include "model/lightonocr/step_batch.h"
 #include "model/memory_sizing.h"
 #include "model/rope.h"

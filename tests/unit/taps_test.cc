@@ -14,6 +14,7 @@
 #include "model/executor.h"
 #include "model/lightonocr/executor.h"
 #include "model/lightonocr/lighton_ocr.h"
+#include "model/lightonocr/tap_names.h"
 #include "model/taps.h"
 #include "runtime/executor_factory.h"
 #include "runtime/generate.h"

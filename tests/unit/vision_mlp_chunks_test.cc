@@ -11,10 +11,11 @@
 
 #include "io/safetensors.h"
 #include "kernels/ops.h"
-#include "model/config.h"
+#include "model/lightonocr/config.h"
+#include "model/lightonocr/tap_names.h"
 #include "model/lightonocr/vision_encoder.h"
+#include "model/lightonocr/weights.h"
 #include "model/taps.h"
-#include "model/weights.h"
 
 namespace locr::model {
 namespace {

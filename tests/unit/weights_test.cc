@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "model/weights.h"
+#include "model/lightonocr/weights.h"
 
 namespace fs = std::filesystem;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Golden fixtures for locr's image decoding (src/io/image*.cc) and preprocessing
-(src/model/processor.cc).
+(src/model/image_input.cc, src/model/lightonocr/processor.cc).
 
 Run with the reference environment (Pillow 13, torch 2.15, torchvision 0.29.2, transformers 5.24):
 

@@ -9,7 +9,7 @@
 #include "core/tensor.h"
 #include "model/executor.h"
 #include "model/kv_pool.h"
-#include "model/processor.h"
+#include "model/image_input.h"
 #include "model/workspace.h"
 
 namespace locr::model {

@@ -8,8 +8,8 @@
 #include "kernels/devices.h"
 #include "model/json_fields.h"
 #include "model/kv_cache_dtype.h"
-#include "model/memory_sizing.h"
-#include "model/quantize_weights.h"
+#include "model/lightonocr/activation_estimate.h"
+#include "model/lightonocr/quantize_weights.h"
 
 namespace locr::model {
 

@@ -1,8 +1,8 @@
 // LightOnOCR: the whole model loaded from a Hugging Face model directory — config, weights,
 // tokenizer, chat template, generation and processor configs — or from llama.cpp's GGUF files
-// (a text `.gguf` plus an optional `mmproj`, model/gguf_checkpoint.h), and the steps that turn a chat
-// request into decoder input: prompt rendering and tokenisation with image-token expansion,
-// image encoding (Pixtral + projector) and the embedding merge.
+// (a text `.gguf` plus an optional `mmproj`, model/lightonocr/gguf_checkpoint.h), and the steps
+// that turn a chat request into decoder input: prompt rendering and tokenisation with image-token
+// expansion, image encoding (Pixtral + projector) and the embedding merge.
 //
 // Not here: scheduling, KV cache management across requests, sampling (runtime/).
 #pragma once
@@ -17,15 +17,15 @@
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/chat_template.h"
-#include "model/config.h"
+#include "model/lightonocr/config.h"
+#include "model/lightonocr/processor.h"
 #include "model/lightonocr/text_decoder.h"
 #include "model/lightonocr/vision_encoder.h"
+#include "model/lightonocr/weights.h"
 #include "model/load_options.h"
 #include "model/model.h"
-#include "model/processor.h"
 #include "tokenizer/tokenizer.h"
 #include "model/variant.h"
-#include "model/weights.h"
 
 namespace locr::model {
 

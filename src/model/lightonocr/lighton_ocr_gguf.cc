@@ -1,12 +1,13 @@
 // LightOnOcr::load for llama.cpp's GGUF files: TEXT.gguf (+ --mmproj MMPROJ.gguf), as llama-server
-// takes them. Config, preprocessing, weights, the tokenizer and the chat template come from
-// model/gguf_checkpoint.h.
+// takes them. Config, preprocessing and weights come from model/lightonocr/gguf_checkpoint.h, the
+// tokenizer, the chat template and the generation defaults from model/gguf_model_meta.h.
 
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
 #include "kernels/devices.h"
-#include "model/gguf_checkpoint.h"
+#include "model/gguf_model_meta.h"
+#include "model/lightonocr/gguf_checkpoint.h"
 #include "model/lightonocr/lighton_ocr.h"
 
 namespace locr::model {

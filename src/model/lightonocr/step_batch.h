@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
-#include "model/config.h"
+#include "model/lightonocr/config.h"
 
 namespace locr::model {
 

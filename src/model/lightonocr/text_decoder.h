@@ -14,10 +14,10 @@
 
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "model/config.h"
 #include "model/kv_pool.h"
+#include "model/lightonocr/config.h"
 #include "model/lightonocr/step_batch.h"
-#include "model/weights.h"
+#include "model/lightonocr/weights.h"
 #include "model/workspace.h"
 
 namespace locr::model {

@@ -16,8 +16,8 @@
 
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "model/config.h"
-#include "model/weights.h"
+#include "model/lightonocr/config.h"
+#include "model/lightonocr/weights.h"
 
 namespace locr::model {
 
@@ -46,8 +46,8 @@ struct VisionState {
 class VisionEncoder {
  public:
   // The MLP runs over chunks of about this many patches (equal chunks, none smaller than half of
-  // it): its [gate | up] rows would otherwise be the encoder's largest buffer. model/memory_sizing
-  // counts it.
+  // it): its [gate | up] rows would otherwise be the encoder's largest buffer.
+  // model/lightonocr/activation_estimate counts it.
   static constexpr int64_t kMlpChunkRows = 2048;
 
   VisionEncoder(const VisionConfig& cfg, const VisionWeights& w, kernels::Ops& ops) : cfg_(cfg), w_(w), ops_(ops) {}

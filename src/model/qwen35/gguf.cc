@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "io/file.h"
 #include "model/gguf_binder.h"
-#include "model/gguf_checkpoint.h"
+#include "model/gguf_model_meta.h"
 
 namespace locr::model::qwen35 {
 

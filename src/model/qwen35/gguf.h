@@ -32,7 +32,6 @@
 #include <string>
 
 #include "io/gguf.h"
-#include "model/config.h"
 #include "model/qwen35/config.h"
 #include "model/qwen35/processor.h"
 #include "model/qwen35/weights.h"

@@ -235,7 +235,7 @@ GgufExportResult export_gguf(const std::string& dir, const std::string& text_pat
 
   // q4_k_m: llama-quantize's types for what it quantizes (the text model's 2-D weights the converter
   // would write in the file's type; not ssm_conv1d, norms, vectors) and its tensor order; the
-  // fallbacks for rows that are not whole blocks (gguf_export.h).
+  // fallbacks for rows that are not whole blocks (model/gguf_export_common.h).
   GgufExportResult res;
   if (k_mix) std::stable_sort(text.begin(), text.end(), llama_tensor_order);
   const bool tied = std::none_of(text.begin(), text.end(), [](const Item& it) { return it.name == "output.weight"; });

@@ -16,10 +16,11 @@
 //   q4_k_m  text: llama-quantize's Q4_K_M mix (Q4_K; the head, or a tied token_embd, Q6_K; attn_qkv /
 //           attn_v and ffn_down of the "more bits" layers Q6_K; its fallbacks Q4_K -> Q5_0, Q6_K -> Q8_0,
 //           then F16), in its tensor order with general.quantization_version / file_type last, as
-//           model/gguf_export.h's q4_k_m; the mmproj as with q8_0
+//           model/gguf_export_common.h's q4_k_m; the mmproj as with q8_0
 //
 // Provenance metadata as
-// model/gguf_export.h says (general.name from the directory's name; no basename / finetune guesses).
+// model/gguf_export_common.h says (general.name from the directory's name; no basename / finetune
+// guesses).
 // Knowingly different: ssm_a = -exp(A_log) is computed with libm's expf, the converter's with
 // torch's, whose vectorised exp (16 heads at a time, as the real models have; the fixtures' 2 and 4
 // heads take its scalar path) differs by one ulp on some values: 4 of the 18 DeltaNet layers of a
@@ -28,7 +29,7 @@
 
 #include <string>
 
-#include "model/gguf_export.h"
+#include "model/gguf_export_common.h"
 
 namespace locr::model::qwen35 {
 

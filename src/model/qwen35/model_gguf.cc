@@ -3,8 +3,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/devices.h"
-#include "model/gguf_checkpoint.h"
 #include "model/gguf_binder.h"
+#include "model/gguf_model_meta.h"
 #include "model/qwen35/gguf.h"
 #include "model/qwen35/model.h"
 

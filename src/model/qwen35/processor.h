@@ -1,7 +1,7 @@
 // Image preprocessing of the Qwen3.5 family, as transformers' Qwen2VLImageProcessor (torchvision
 // backend, the default in transformers 5) computes it: smart_resize to multiples of
 // patch_size * merge_size (Python's round, half to even) within [min_pixels, max_pixels], the
-// antialiased bicubic resize on uint8 that LightOnOCR-2 uses too (model/processor.h), rescale and
+// antialiased bicubic resize on uint8 that LightOnOCR-2 uses too (model/image_input.h), rescale and
 // normalise, then patches of (channel, temporal copy, y, x) values in 2x2 merge-block order.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "io/image.h"
-#include "model/processor.h"
+#include "model/image_input.h"
 
 namespace locr::model::qwen35 {
 

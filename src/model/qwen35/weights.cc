@@ -181,7 +181,7 @@ QuantizeCounts quantize_weights(Weights& w, const std::string& method) {
   const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;
   QuantizeCounts n;
   auto q = [&](Matrix& m, DType t) { quantize_counted(m, t, &n); };
-  // q4_k_m: llama-quantize's mix as `locr quantize --type q4_k_m` writes it (model/gguf_export.cc
+  // q4_k_m: llama-quantize's mix as `locr quantize --type q4_k_m` writes it (model/gguf_export_common.cc
   // q4_k_m_choice): in the "more bits" layers the DeltaNet's qkv projection (attn_qkv) or the
   // attention's v (attn_v), and ffn_down, Q6_K; the head Q6_K; the rest Q4_K.
   const int n_layers = static_cast<int>(w.text.layers.size());

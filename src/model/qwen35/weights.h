@@ -15,7 +15,7 @@
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/qwen35/config.h"
-#include "model/quantize_weights.h"
+#include "model/quantize_matrix.h"
 
 namespace locr::model::qwen35 {
 
@@ -93,12 +93,13 @@ Weights load_weights(const io::SafetensorsSet& st, const Config& cfg);
 // Lets `ops` lay out every matmul weight once (Ops::prepare_stack / prepare).
 void prepare_weights(Weights& w, kernels::Ops& ops);
 
-// `--quantization q8_0 | q4_k | q4_k_m` at load (before prepare_weights), as model/quantize_weights.h does
-// it for LightOnOCR: every linear layer of the text decoder (the stacked attention and DeltaNet input
-// projections part by part, o / out / gate / up / down) and of the vision tower and merger, and the
-// LM head (a tied one gets its own copy); kept as stored: norms, the embedding table, the conv1d,
-// A_log / dt_bias, biases, the position table and the patch embedding. q4_k_m is llama.cpp's mix as
-// `locr quantize --type q4_k_m` writes it for this family (the vision tower Q8_0).
+// `--quantization q8_0 | q4_k | q4_k_m` at load (before prepare_weights), as
+// model/lightonocr/quantize_weights.h does it for LightOnOCR: every linear layer of the text decoder
+// (the stacked attention and DeltaNet input projections part by part, o / out / gate / up / down) and
+// of the vision tower and merger, and the LM head (a tied one gets its own copy); kept as stored:
+// norms, the embedding table, the conv1d, A_log / dt_bias, biases, the position table and the patch
+// embedding. q4_k_m is llama.cpp's mix as `locr quantize --type q4_k_m` writes it for this family
+// (the vision tower Q8_0).
 QuantizeCounts quantize_weights(Weights& w, const std::string& method);
 
 }  // namespace locr::model::qwen35

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "model/lightonocr/activation_estimate.h"
 #include "model/lightonocr/executor.h"
 #include "model/lightonocr/step_batch.h"
 #include "model/memory_sizing.h"
@@ -129,8 +130,8 @@ CudaExecutor::CudaExecutor(const LightOnOcr& m, const ExecutorOptions& opts)
     size_t free_b = 0, total_b = 0;
     kc::mem_info(&free_b, &total_b);
     // In use: the weights and step buffers allocated above (and whatever else holds the device).
-    // Activations: the forward's estimate (model/memory_sizing.h) plus room for cuBLASLt, the
-    // backend's BF16 scratch and captured graphs.
+    // Activations: the forward's estimate (model/lightonocr/activation_estimate.h) plus room for
+    // cuBLASLt, the backend's BF16 scratch and captured graphs.
     const int64_t used = static_cast<int64_t>(total_b) - static_cast<int64_t>(free_b);
     const int64_t activations = activation_estimate(m.config(), opts.max_num_batched_tokens, opts.max_num_seqs) +
                                 (512LL << 20);

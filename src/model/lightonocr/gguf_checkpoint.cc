@@ -1,18 +1,15 @@
-#include "model/gguf_checkpoint.h"
+#include "model/lightonocr/gguf_checkpoint.h"
 
-#include <algorithm>
 #include <cstring>
-#include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "io/file.h"
 #include "model/gguf_binder.h"
+#include "model/gguf_model_meta.h"
 
 namespace locr::model {
 
 using nlohmann::json;
-
 
 GgufCheckpoint open_gguf_checkpoint(const std::string& text_path, const std::string& mmproj_path) {
   GgufCheckpoint ck;
@@ -28,42 +25,6 @@ GgufCheckpoint open_gguf_checkpoint(const std::string& text_path, const std::str
   ck.mmproj = open_mmproj(mmproj_path, "lightonocr", ErrorKind::kUnsupported,
                           "locr runs LightOnOCR, whose mmproj has projector type 'lightonocr'");
   return ck;
-}
-
-int gguf_token_id(const io::GgufFile& text, const std::string& token) {
-  const json* toks = gguf_meta(text, "tokenizer.ggml.tokens");
-  if (!toks || !toks->is_array()) return -1;
-  for (size_t i = 0; i < toks->size(); ++i)
-    if ((*toks)[i].is_string() && (*toks)[i].get_ref<const std::string&>() == token) return static_cast<int>(i);
-  return -1;
-}
-
-std::string gguf_chat_template(const io::GgufFile& text) { return gguf_meta_string(text, "tokenizer.chat_template"); }
-
-std::string gguf_dir_of(const std::string& path) {
-  const std::filesystem::path p = std::filesystem::path(path).parent_path();
-  return p.empty() ? std::string(".") : p.string();
-}
-
-std::unique_ptr<tokenizer::Tokenizer> gguf_tokenizer(const io::GgufFile& text, const std::string& path,
-                                          const tokenizer::TokenizerOptions& options) {
-  const std::string beside = io::join_path(gguf_dir_of(path), "tokenizer.json");
-  if (io::file_exists(beside)) {
-    LOCR_INFO("gguf: tokenizer from ", beside, " (next to the GGUF; its tokenizer.ggml.* metadata is not used)");
-    return tokenizer::Tokenizer::from_file(beside, options);
-  }
-  return tokenizer::Tokenizer::from_gguf(text, options);
-}
-
-std::string gguf_template_source(const io::GgufFile& text, const std::string& path,
-                                 const std::string& chat_template_file) {
-  if (!chat_template_file.empty()) return io::read_file(chat_template_file);
-  std::string t = gguf_chat_template(text);
-  if (!t.empty()) return t;
-  const std::string beside = io::join_path(gguf_dir_of(path), "chat_template.jinja");
-  if (io::file_exists(beside)) return io::read_file(beside);
-  fail(ErrorKind::kNotFound, path, ": no chat template (no tokenizer.chat_template metadata, no ", beside,
-       "); give one with --chat-template FILE");
 }
 
 ModelConfig gguf_model_config(const GgufCheckpoint& ck) {
@@ -160,36 +121,6 @@ ProcessorConfig gguf_processor_config(const GgufCheckpoint& ck, int align) {
   return pc;
 }
 
-GenerationConfig gguf_generation_config(const io::GgufFile& text) {
-  GenerationConfig g;
-  // LightOnOCR-2's generation_config.json (model-spec: do_sample, temperature 0.2, top_p 0.9,
-  // top_k 0, eos [<|im_end|>, <|endoftext|>], bos = pad = <|endoftext|>); GGUF carries none of it.
-  g.do_sample = true;
-  g.temperature = 0.2f;
-  g.top_p = 0.9f;
-  g.top_k = 0;
-  // The converter copies generation_config's sampling into general.sampling.* when it has them.
-  g.temperature = static_cast<float>(gguf_meta_float(text, "general.sampling.temp", g.temperature));
-  g.top_p = static_cast<float>(gguf_meta_float(text, "general.sampling.top_p", g.top_p));
-  g.top_k = static_cast<int>(gguf_meta_int(text, "general.sampling.top_k", g.top_k));
-  g.do_sample = g.temperature > 0;
-  const int64_t eos = gguf_meta_int(text, "tokenizer.ggml.eos_token_id", -1);
-  if (eos >= 0) g.eos_token_ids.push_back(static_cast<int>(eos));
-  const int eot = gguf_token_id(text, "<|endoftext|>");
-  if (eot >= 0 && eot != eos) g.eos_token_ids.push_back(eot);
-  const int64_t pad = gguf_meta_int(text, "tokenizer.ggml.padding_token_id", eot);
-  g.pad_token_id = static_cast<int>(pad);
-  g.bos_token_id = static_cast<int>(gguf_meta_int(text, "tokenizer.ggml.bos_token_id", pad));
-  return g;
-}
-
-DType native_quantized_dtype(uint32_t type, int64_t cols) {
-  if (type == static_cast<uint32_t>(io::GgmlType::kQ8_0) && cols % 32 == 0) return DType::kQ8_0;
-  if (type == static_cast<uint32_t>(io::GgmlType::kQ4_K) && cols % 256 == 0) return DType::kQ4_K;
-  if (type == static_cast<uint32_t>(io::GgmlType::kQ6_K) && cols % 256 == 0) return DType::kQ6_K;
-  return DType::kF32;
-}
-
 std::vector<int64_t> unpermute_rows(int64_t n_heads, int64_t head_dim) {
   std::vector<int64_t> row_of(static_cast<size_t>(n_heads * head_dim));
   const int64_t half = head_dim / 2;
@@ -198,72 +129,6 @@ std::vector<int64_t> unpermute_rows(int64_t n_heads, int64_t head_dim) {
       for (int64_t j = 0; j < half; ++j) row_of[h * head_dim + s * half + j] = h * head_dim + 2 * j + s;
   return row_of;
 }
-
-Matrix bind_gguf_matrix(const std::shared_ptr<io::GgufFile>& file, const io::GgufTensor& t, int64_t rows,
-                        int64_t cols, DType dequantize_to, const std::vector<int64_t>* row_of, bool keep_quantized) {
-  LOCR_CHECK(rows * cols == t.elements, "bind_gguf_matrix: ", t.name, " shape");
-  const std::string_view bytes = file->data(t);
-  const DType kept = keep_quantized ? native_quantized_dtype(t.type, cols) : DType::kF32;
-  if (kept != DType::kF32) {
-    // Q8_0 / Q4_K / Q6_K rows are independent runs of blocks: used in place, or rows copied for a permutation.
-    Matrix m;
-    m.dtype = kept;
-    m.rows = rows;
-    m.cols = cols;
-    const int64_t row_bytes = dtype_row_bytes(kept, cols);
-    LOCR_CHECK(static_cast<int64_t>(bytes.size()) == rows * row_bytes, "bind_gguf_matrix: ", t.name, " ",
-               dtype_name(kept), " size");
-    if (!row_of) {
-      m.data = bytes.data();
-      m.holder = file;
-      return m;
-    }
-    auto buf = std::make_shared<std::vector<char>>(bytes.size());
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(buf->data() + r * row_bytes, bytes.data() + (*row_of)[r] * row_bytes, static_cast<size_t>(row_bytes));
-    io::release_pages(bytes.data(), bytes.size());
-    m.data = buf->data();
-    m.holder = std::shared_ptr<void>(buf, buf.get());
-    return m;
-  }
-  DType native;
-  const bool plain = t.type == static_cast<uint32_t>(io::GgmlType::kF32) ||
-                     t.type == static_cast<uint32_t>(io::GgmlType::kF16) ||
-                     t.type == static_cast<uint32_t>(io::GgmlType::kBF16);
-  native = t.type == static_cast<uint32_t>(io::GgmlType::kF32)   ? DType::kF32
-           : t.type == static_cast<uint32_t>(io::GgmlType::kF16) ? DType::kF16
-                                                                  : DType::kBF16;
-  const std::vector<int64_t> shape = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
-  if (plain && !row_of) {
-    // Zero-copy: the file's map is the storage.
-    return Matrix::from_tensor(Tensor(native, shape, const_cast<char*>(bytes.data()), file));
-  }
-  const DType out_type = plain ? native : dequantize_to;
-  Tensor out = Tensor::empty(out_type, shape);
-  const size_t row_bytes = bytes.size() / static_cast<size_t>(rows);
-  const size_t out_row = static_cast<size_t>(cols) * dtype_size(out_type);
-  std::vector<float> tmp(plain ? 0 : static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t src = row_of ? (*row_of)[r] : r;
-    const char* in = bytes.data() + static_cast<size_t>(src) * row_bytes;
-    char* dst = static_cast<char*>(out.raw()) + static_cast<size_t>(r) * out_row;
-    if (plain) {
-      std::memcpy(dst, in, row_bytes);
-      continue;
-    }
-    io::dequantize_row(t.type, in, tmp.data(), cols);
-    if (out_type == DType::kF32) {
-      std::memcpy(dst, tmp.data(), out_row);
-    } else {
-      uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-      for (int64_t c = 0; c < cols; ++c) d[c] = f32_to_bf16(tmp[c]);
-    }
-  }
-  // The file's pages of this tensor are not read again: hand them back (advisory).
-  io::release_pages(bytes.data(), bytes.size());
-  return Matrix::from_tensor(out);
-}
-
 
 ModelWeights load_gguf_weights(const GgufCheckpoint& ck, const ModelConfig& cfg, DType dequantize_to,
                                kernels::Ops* pack, bool keep_quantized) {

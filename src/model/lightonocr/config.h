@@ -1,31 +1,17 @@
-// Model configuration parsed from a Hugging Face `config.json`, in either form:
+// LightOnOCR-2's model configuration parsed from a Hugging Face `config.json`, in either form:
 //   hub / vLLM form:         model_type "mistral3", image_token_id
 //   transformers form:       model_type "lighton_ocr", image_token_index
 // Field names keep the HF spelling. Validated once at load; the model code trusts it afterwards.
 // Keys that would change the math are either read here or refused (model/lightonocr/config_check.h).
 #pragma once
 
-#include <cstdint>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
-namespace locr::model {
+#include "model/text_config.h"
 
-struct TextConfig {
-  int hidden_size = 1024;
-  int intermediate_size = 3072;
-  int num_hidden_layers = 28;
-  int num_attention_heads = 16;
-  int num_key_value_heads = 8;
-  int head_dim = 128;
-  int vocab_size = 151936;
-  float rms_norm_eps = 1e-6f;
-  double rope_theta = 1e6;
-  int max_position_embeddings = 16384;
-  bool tie_word_embeddings = true;
-};
+namespace locr::model {
 
 struct VisionConfig {
   int hidden_size = 1024;
@@ -52,21 +38,6 @@ struct ModelConfig {
 
   static ModelConfig from_json(const nlohmann::json& j, const std::string& source = "config.json");
   static ModelConfig from_file(const std::string& path);
-};
-
-// Generation defaults from generation_config.json.
-struct GenerationConfig {
-  std::vector<int> eos_token_ids;  // any of these stops generation
-  int bos_token_id = -1;
-  int pad_token_id = -1;
-  bool do_sample = false;
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  float repetition_penalty = 1.0f;
-  int max_new_tokens = -1;
-
-  static GenerationConfig from_json(const nlohmann::json& j);
 };
 
 }  // namespace locr::model

@@ -1,4 +1,4 @@
-#include "model/weights.h"
+#include "model/lightonocr/weights.h"
 
 #include <algorithm>
 #include <unordered_set>

@@ -1,4 +1,4 @@
-#include "model/quantize_weights.h"
+#include "model/quantize_matrix.h"
 
 #include <algorithm>
 #include <cctype>
@@ -76,44 +76,6 @@ std::string quantization_method(const std::string& method) {
          "weights with a scale per 32), q4_k (GGUF Q4_K, 4-bit weights in super-blocks of 256) or "
          "q4_k_m (llama.cpp's Q4_K_M mix of Q4_K and Q6_K), or leave it out to run the checkpoint's own dtype");
   return k;
-}
-
-QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
-  const std::string k = quantization_method(method);
-  const bool mix = k == "q4_k_m";
-  const DType to = k == "q8_0" ? DType::kQ8_0 : DType::kQ4_K;
-  QuantizeCounts n;
-  auto q = [&](Matrix& m, DType t) { quantize_counted(m, t, &n); };
-  // q4_k_m: llama-quantize's use_more_bits layers (model/gguf_export.cc q4_k_m_type) keep attn_v and
-  // ffn_down in Q6_K, and so does the head.
-  const int n_layers = static_cast<int>(w.text.layers.size());
-  auto more_bits = [&](int i) { return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2; };
-  for (int i = 0; i < n_layers; ++i) {
-    auto& L = w.text.layers[static_cast<size_t>(i)];
-    const DType hi = mix && more_bits(i) ? DType::kQ6_K : to;
-    for (Matrix* m : {&L.q_proj, &L.k_proj, &L.o_proj, &L.gate_proj, &L.up_proj}) q(*m, to);
-    q(L.v_proj, hi);
-    q(L.down_proj, hi);
-  }
-  // A tied head shares the embedding's storage: it gets its own copy, the table stays.
-  q(w.text.lm_head, mix ? DType::kQ6_K : to);
-  // q4_k_m: the vision tower and projector as `locr quantize --type q4_k_m`'s mmproj, Q8_0.
-  const DType vt = mix ? DType::kQ8_0 : to;
-  if (w.has_vision) {
-    for (auto& L : w.vision.layers)
-      for (Matrix* m : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) q(*m, vt);
-    for (Matrix* m : {&w.projector.merging_layer, &w.projector.linear_1, &w.projector.linear_2}) q(*m, vt);
-  }
-  if (mix)
-    LOCR_INFO("quantization q4_k_m: ", n.q4_k, " weight matrices quantized to Q4_K at load, ", n.q6_k, " to Q6_K, ",
-              n.q8_0, " to Q8_0 (the vision tower and projector, and rows not whole 256-weight super-blocks)");
-  else if (to == DType::kQ4_K)
-    LOCR_INFO("quantization q4_k: ", n.q4_k, " weight matrices quantized to Q4_K at load",
-              n.q8_0 > 0 ? ", " + std::to_string(n.q8_0) + " to Q8_0 (rows not a whole number of 256-weight super-blocks)"
-                         : std::string());
-  else
-    LOCR_INFO("quantization q8_0: ", n.q8_0, " weight matrices quantized to Q8_0 at load");
-  return n;
 }
 
 }  // namespace locr::model

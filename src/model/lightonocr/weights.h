@@ -12,7 +12,7 @@
 
 #include "io/safetensors.h"
 #include "kernels/ops.h"
-#include "model/config.h"
+#include "model/lightonocr/config.h"
 
 namespace locr::model {
 

@@ -1,23 +1,7 @@
-// `locr quantize`: a LightOnOCR model directory (safetensors, HF layout) written as the two GGUF
-// files llama.cpp's convert_hf_to_gguf.py writes for it, and that llama.cpp (and locr) load: a text
-// model of arch `qwen3` and an mmproj of arch `clip` with projector type `lightonocr`. The inverse
-// of model/gguf_checkpoint.h; tensor names, metadata keys, their order and types, the tensor order
-// (the checkpoint's, by name) and each tensor's type are the converter's (llama.cpp as vendored by
-// llama-cpp-python 0.3.36, the one tools/reference/make_gguf_model_fixtures.py runs):
-//
-//   --type   2-D weights               1-D (norms)   v.patch_embd, mm.patch_merger   general.file_type
-//   f32      F32                       F32           F32                             0
-//   f16      F16                       F32           F16                             1
-//   bf16     BF16                      F32           F32                             32
-//   q8_0     Q8_0 (kernels' quantizer, F32           F32                             7
-//            bit-equal to llama.cpp's;
-//            F16 where rows are not
-//            whole 32-blocks)
-//   q4_k_m   text: llama-quantize's    F32           F32                             15 (mmproj: 7)
-//            Q4_K_M mix (Q4_K; head,
-//            more-bits attn_v/ffn_down
-//            Q6_K; the fallbacks
-//            below), mmproj as q8_0
+// What both families' `locr quantize` (model/lightonocr/gguf_export.h for LightOnOCR-2,
+// model/qwen35/gguf_export.h for Qwen3.5) share, as their callers see it: the --type, llama.cpp's
+// Q4_K_M mix and fallbacks, the Q5_0 quantizer, the mmproj's default name and what an export
+// returns. The writers' internal helpers are in model/gguf_export_parts.h.
 //
 // Fallbacks: a weight whose rows (ne[0] elements) are not whole blocks of its type is written in
 // the type llama.cpp writes for it, and listed in GgufExportResult::fallbacks (the CLI names them).
@@ -28,17 +12,12 @@
 // 32-element blocks still do not fit (Q8_0 or Q5_0 on rows that are not whole 32-blocks) into F16.
 //
 // q4_k_m is what llama.cpp's llama-quantize Q4_K_M writes from the converter's file (without an
-// importance matrix): the types of llama_tensor_get_type for qwen3 (gguf_export.cc q4_k_m_type),
-// its tensor order (outside the blocks first, then by block number, by name within), its metadata
-// (the converter's, with general.quantization_version and general.file_type moved last), the
-// quantizers bit-equal to quantize_row_q4_K_ref / q6_K_ref. It quantizes from the checkpoint's own
-// floats (llama-quantize from the f16/bf16 file's). The mmproj is the q8_0 one (llama-quantize
-// takes no clip model). Q5_0 blocks (the Q4_K fallback) are quantize_row_q5_0_ref's.
-//
-// The vision attn_q / attn_k rows are permuted as the converter's LlamaModel.permute does (the
-// loader's unpermute_rows undoes it); the text model's are not (Qwen3). The tokenizer is written
-// as tokenizer.ggml.* (gpt2 / qwen2, tokens with their types, merges, special ids, add_bos/eos),
-// with tokenizer.chat_template; general.sampling.* from generation_config.json.
+// importance matrix): the types of llama_tensor_get_type for qwen3 (gguf_export_common.cc
+// q4_k_m_type), its tensor order (outside the blocks first, then by block number, by name within),
+// its metadata (the converter's, with general.quantization_version and general.file_type moved
+// last), the quantizers bit-equal to quantize_row_q4_K_ref / q6_K_ref. It quantizes from the
+// checkpoint's own floats (llama-quantize from the f16/bf16 file's). The mmproj is the q8_0 one
+// (llama-quantize takes no clip model). Q5_0 blocks (the Q4_K fallback) are quantize_row_q5_0_ref's.
 //
 // Knowingly different from the converter (provenance only, nothing a loader reads): general.name
 // is the model directory's name (the repository's in the HF cache) title-cased as the converter
@@ -64,7 +43,7 @@ const char* gguf_out_type_name(GgufOutType t);
 // The type llama.cpp's Q4_K_M mix chooses for the text tensor `name` (a 2-D weight with rows of
 // `cols`) of a qwen3 or qwen35 model of n_layers layers, `tied` when token_embd is also the head,
 // before the fallback for rows that are not whole blocks (llama_tensor_get_type_impl): see
-// gguf_export.cc. (qwen35: attn_qkv counts as attn_v; every block has one of the two.)
+// gguf_export_common.cc. (qwen35: attn_qkv counts as attn_v; every block has one of the two.)
 io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, bool tied);
 // What llama-quantize writes for a tensor it chose `type` for, with rows of `cols` elements
 // (llama-quant.cpp tensor_type_fallback): `type` when the rows are whole blocks of it; else Q4_K ->
@@ -100,11 +79,5 @@ struct GgufExportResult {
   int q4_k = 0, q5_0 = 0, q6_k = 0, q8_0 = 0;  // of which of each type
   std::vector<GgufFallback> fallbacks;  // in the files' tensor order, text first
 };
-
-// Writes the model in `model_dir` to text_path (and mmproj_path). Everything is checked (the
-// checkpoint as load_weights does, the output directories) before a byte is written; each file is
-// written atomically. Fallbacks are logged (one warning per file naming its tensors) and returned.
-GgufExportResult export_gguf(const std::string& model_dir, const std::string& text_path, const std::string& mmproj_path,
-                             GgufOutType type);
 
 }  // namespace locr::model
