@@ -11,7 +11,8 @@
 // around them. LightOnOCR-2's CpuExecutor (lightonocr/executor.h): host step arrays, a host KV
 // pool; its CUDA executor (lightonocr/cuda/, made by runtime/executor_factory for backend "cuda"):
 // staging of step inputs into fixed device buffers, the device KV pool, decode graphs, device
-// sampling. Qwen3.5's (qwen35/executor.h) adds the recurrent state slots.
+// sampling. Qwen3.5's (qwen35/executor.h on the host, qwen35/cuda/ on a GPU) add the recurrent
+// state slots.
 #pragma once
 
 #include <cstdint>
