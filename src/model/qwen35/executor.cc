@@ -18,6 +18,24 @@ struct Job : VisionJob {
 
 }  // namespace
 
+Seq decoder_seq(const StepSeq& s, std::vector<int64_t>* positions) {
+  std::vector<int64_t>& p3 = *positions;
+  p3.resize(3 * s.n);
+  for (int64_t i = 0; i < s.n; ++i) {
+    const int64_t p = s.pos0 + i;
+    for (int a = 0; a < 3; ++a) p3[a * s.n + i] = p < s.mrope_len ? s.mrope[a * s.mrope_len + p] : p + s.rope_delta;
+  }
+  Seq q;
+  q.n_new = s.n;
+  q.kv_pos0 = s.pos0;
+  q.block_table = s.block_table;
+  q.positions = p3.data();
+  q.state_slot = s.state_slot;
+  q.fresh = s.pos0 == 0;
+  q.prompt = s.prompt;
+  return q;
+}
+
 CpuExecutor::CpuExecutor(const Model& model, const ExecutorOptions& opts)
     : model_(model),
       kv_(make_kv_pool(model.config().text,
@@ -74,23 +92,7 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     float* xr = x.data<float>() + row * H;
     model_.decoder().embed(s.ids, s.n, xr);
     write_image_rows(s, xr, H);
-    // The rows' three RoPE positions.
-    std::vector<int64_t>& p3 = positions[k];
-    p3.resize(3 * s.n);
-    for (int64_t i = 0; i < s.n; ++i) {
-      const int64_t p = s.pos0 + i;
-      for (int a = 0; a < 3; ++a)
-        p3[a * s.n + i] = p < s.mrope_len ? s.mrope[a * s.mrope_len + p] : p + s.rope_delta;
-    }
-    Seq q;
-    q.n_new = s.n;
-    q.kv_pos0 = s.pos0;
-    q.block_table = s.block_table;
-    q.positions = p3.data();
-    q.state_slot = s.state_slot;
-    q.fresh = s.pos0 == 0;
-    q.prompt = s.prompt;
-    steps.push_back(q);
+    steps.push_back(decoder_seq(s, &positions[k]));
     want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
     row += s.n;
   }

@@ -13,6 +13,11 @@
 
 namespace locr::model::qwen35 {
 
+// The decoder's view of one step sequence (both executors): its three RoPE position rows written
+// to `positions` ([3, s.n] row-major: the prompt's M-RoPE rows, then p + rope_delta past them),
+// which the returned Seq points into; its state starts fresh at pos0 == 0.
+Seq decoder_seq(const StepSeq& s, std::vector<int64_t>* positions);
+
 class CpuExecutor : public model::Executor {
  public:
   // KV blocks from opts.kv_cache_bytes (full-attention layers only); state slots: opts.max_num_seqs.

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "model/memory_sizing.h"
 #include "model/qwen35/decoder.h"
+#include "model/qwen35/executor.h"
 #include "model/workspace.h"
 
 namespace locr::model::qwen35::cuda {
@@ -169,21 +170,7 @@ void CudaExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const
         }
       if (!run.src.empty()) images.push_back(std::move(run));
     }
-    std::vector<int64_t>& p3 = positions[k];
-    p3.resize(3 * s.n);
-    for (int64_t i = 0; i < s.n; ++i) {
-      const int64_t p = s.pos0 + i;
-      for (int a = 0; a < 3; ++a) p3[a * s.n + i] = p < s.mrope_len ? s.mrope[a * s.mrope_len + p] : p + s.rope_delta;
-    }
-    Seq q;
-    q.n_new = s.n;
-    q.kv_pos0 = s.pos0;
-    q.block_table = s.block_table;
-    q.positions = p3.data();
-    q.state_slot = s.state_slot;
-    q.fresh = s.pos0 == 0;
-    q.prompt = s.prompt;
-    steps.push_back(q);
+    steps.push_back(decoder_seq(s, &positions[k]));
     want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
     row += s.n;
   }
