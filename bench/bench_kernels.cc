@@ -524,6 +524,11 @@ void register_all() {
                                  2171, 2171, 16, 8, 128, true, 1, locr::DType::kF32)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    // The model's prefill: the page prompt's rows over its own keys, read back from a paged BF16 cache.
+    benchmark::RegisterBenchmark(("Attention/" + b + "/prefill_causal_2171_hd128_gqa_bf16kv_paged").c_str(),
+                                 BM_Attention, b, 2171, 2171, 16, 8, 128, true, 1, locr::DType::kBF16)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/decode_ctx2200_hd128_gqa").c_str(), BM_Attention, b, 1, 2200,
                                  16, 8, 128, true, 28, locr::DType::kF32)
         ->Unit(benchmark::kMicrosecond)

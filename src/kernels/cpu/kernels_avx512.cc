@@ -202,6 +202,32 @@ inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pa
   }
 }
 
+// qt [hp / 2][kBQdp]: query rows q (q_stride floats apart, nq of them) times qs, rounded to bf16
+// pairs and transposed (pair p of row i at qt[p * kBQdp + i]); rows past nq and dims past hd are
+// zeros. Blocks of 16 rows x 16 pairs go through registers (a scalar loop took 13% of a causal
+// prefill tile, docs/benchmarks.md).
+static_assert(kBQdp % 16 == 0, "load_q_pairs transposes blocks of 16 query rows");
+void load_q_pairs(const float* q, int64_t q_stride, int nq, int64_t hd, int64_t hp, float qs, uint32_t* qt) {
+  const vf scale = vset1(qs);
+  for (int g = 0; g < kBQdp; g += 16)
+    for (int64_t d0 = 0; d0 < hp; d0 += 2 * W) {
+      const int64_t n = min64(2 * W, max64(0, hd - d0));  // dims of this block inside the head
+      __m512i r[16];
+      LOCR_UNROLL for (int i = 0; i < 16; ++i) {
+        if (g + i >= nq || n == 0) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* x = q + (g + i) * q_stride + d0;
+        const vf lo = n >= W ? vload(x) : vload_n(x, static_cast<int>(n));
+        const vf hi = n >= 2 * W ? vload(x + W) : n > W ? vload_n(x + W, static_cast<int>(n - W)) : vzero();
+        r[i] = (__m512i)_mm512_cvtne2ps_pbh(vmul(hi, scale), vmul(lo, scale));
+      }
+      vtranspose_epi32(r);
+      LOCR_UNROLL for (int p = 0; p < 16; ++p) _mm512_storeu_si512(qt + (d0 / 2 + p) * kBQdp + g, r[p]);
+    }
+}
+
 void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   const int64_t hd = a.head_dim, hp = a.hd_pad, group = a.n_heads / a.n_kv_heads, kh = h / group;
   const int nq = static_cast<int>(min64(kBQdp, a.n_q - q0));
@@ -211,15 +237,7 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
   float* o = reinterpret_cast<float*>(pb + kBKVdp / 2 * kBQdp);     // [kBQdp][hp]
   float* alpha = o + kBQdp * hp;                                    // [kBQdp]
   float* lsum = alpha + kBQdp;                                      // [kBQdp]
-  const float qs = a.scale * kLog2e;
-  for (int i = 0; i < kBQdp; ++i) {
-    const float* qi = a.q + (q0 + i) * a.q_stride + h * hd;
-    for (int64_t p = 0; p < hp / 2; ++p) {
-      const uint32_t lo = i < nq && 2 * p < hd ? to_bf16_scalar(qi[2 * p] * qs) : 0u;
-      const uint32_t hi = i < nq && 2 * p + 1 < hd ? to_bf16_scalar(qi[2 * p + 1] * qs) : 0u;
-      qt[p * kBQdp + i] = lo | (hi << 16);
-    }
-  }
+  load_q_pairs(a.q + q0 * a.q_stride + h * hd, a.q_stride, nq, hd, hp, a.scale * kLog2e, qt);
   for (int64_t e = 0; e < kBQdp * hp; ++e) o[e] = 0.0f;
   vf m[kNV], l[kNV];
   LOCR_UNROLL for (int v = 0; v < kNV; ++v) {

@@ -85,6 +85,38 @@ inline vf vcopysign(vf mag, vf sgn) {
   return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sgn), s, 0xd8));  // mask ? sgn : mag, bitwise
 }
 inline vf viota() { return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
+// r[i] lane j -> r[j] lane i, for 16 vectors of 16 32-bit lanes: pairs within 128-bit lanes,
+// then quads, then the 128-bit lanes across four vectors.
+inline void vtranspose_epi32(__m512i (&r)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // r[4g + c], 128-bit lane k: column 4k + c of rows 4g .. 4g + 3.
+  for (int g = 0; g < 16; g += 4) {
+    r[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    r[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    r[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    r[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i t0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), t1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
+    const __m512i t2 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+    const __m512i t3 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+    t[c] = _mm512_shuffle_i32x4(t0, t2, 0x88);
+    t[8 + c] = _mm512_shuffle_i32x4(t0, t2, 0xdd);
+    t[4 + c] = _mm512_shuffle_i32x4(t1, t3, 0x88);
+    t[12 + c] = _mm512_shuffle_i32x4(t1, t3, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+inline void vtranspose(vf (&r)[W]) {
+  __m512i x[16];
+  for (int i = 0; i < 16; ++i) x[i] = _mm512_castps_si512(r[i]);
+  vtranspose_epi32(x);
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_castsi512_ps(x[i]);
+}
 // Round each lane to the nearest bf16 value (ties to even), kept as f32. NaN inputs are not used.
 inline vf vround_bf16(vf a) {
   __m512i u = _mm512_castps_si512(a);

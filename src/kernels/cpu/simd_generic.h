@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/fp8.h"
@@ -68,6 +69,11 @@ inline vmask veq(vf a, vf b) { vmask m; LOCR_VLOOP m.m[i_] = a.v[i_] == b.v[i_];
 inline vf vblend(vmask m, vf a, vf b) { vf r; LOCR_VLOOP r.v[i_] = m.m[i_] ? b.v[i_] : a.v[i_]; return r; }
 inline vf vcopysign(vf mag, vf sgn) { vf r; LOCR_VLOOP r.v[i_] = std::copysign(mag.v[i_], sgn.v[i_]); return r; }
 inline vf viota() { vf r; LOCR_VLOOP r.v[i_] = static_cast<float>(i_); return r; }
+// r[i] lane j -> r[j] lane i.
+inline void vtranspose(vf (&r)[W]) {
+  for (int i = 0; i < W; ++i)
+    for (int j = i + 1; j < W; ++j) std::swap(r[i].v[j], r[j].v[i]);
+}
 inline vf vround_bf16(vf a) { vf r; LOCR_VLOOP r.v[i_] = bf16_to_f32(f32_to_bf16(a.v[i_])); return r; }
 #undef LOCR_VLOOP
 
