@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/fp8.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
@@ -264,6 +265,34 @@ TEST_P(CpuOpsTest, MatmulRowsDoNotDependOnTheBatch) {
           EXPECT_EQ(std::memcmp(part.data(), all.data() + r0 * N, sizeof(float) * rows * N), 0)
               << rows << " rows from row " << r0 << " differ from the same rows of a " << M << "-row product";
         }
+      }
+    }
+  }
+}
+
+// Thread invariance: the blocked GEMM splits its rows into groups per thread and blocks per group
+// (kernels/cpu/cpu_ops.cc); any split gives the same bits, from one thread to more threads than row
+// tiles (empty groups), for row counts that leave a partial last tile.
+TEST_P(CpuOpsTest, MatmulRowsDoNotDependOnTheThreads) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const int64_t N = 70, K = 600;
+    Matrix w = make_matrix(dt, N, K, 93);
+    ops_->prepare(w);
+    for (int64_t M : {131, 700, 1501}) {
+      const auto x = random_vec(static_cast<size_t>(M * K), 94);
+      std::vector<float> one(M * N);
+      {
+        ThreadPool pool(1);
+        ThreadPool::ScopedUse use(&pool);
+        ops_->matmul(hv(x, M, K), w, hv(one, M, N));
+      }
+      for (int threads : {2, 3, 5, 16}) {
+        SCOPED_TRACE(testing::Message() << "dtype=" << dtype_name(dt) << " M=" << M << " threads=" << threads);
+        ThreadPool pool(threads);
+        ThreadPool::ScopedUse use(&pool);
+        std::vector<float> y(M * N, -1.0f);
+        ops_->matmul(hv(x, M, K), w, hv(y, M, N));
+        EXPECT_EQ(std::memcmp(y.data(), one.data(), sizeof(float) * M * N), 0);
       }
     }
   }

@@ -276,7 +276,8 @@ class CpuOps final : public Ops {
       return;
     }
 
-    // Many rows: tasks are (block of mc rows) x (range of panels); each packs its rows' A block.
+    // Many rows: tasks are (group of row tiles) x (range of panels). A task runs its rows in blocks
+    // of at most block_tiles tiles and packs each block's A.
     // bf16 K-major panels are widened to f32 once per (panel, K block) into an L1/L2-resident
     // slice that all row tiles of the block reuse, so the microkernel runs at the pure-FMA rate.
     const bool widen = pw.fmt == BFormat::kKMajorBf16;
@@ -285,44 +286,49 @@ class CpuOps final : public Ops {
     // A 288 KB at kc 512, inside a 512 KB L2), which took a 4096 x 1024 weight over 8,580 rows
     // from 82 to 93-99 GFLOP/s on one Zen 4 core (docs/benchmarks.md); the f32 and bf16-pair
     // panels measured no gain from it.
-    int64_t mc = mr * (widen ? 24 : 8);
-    const int64_t threads = pool.size();
-    if (widen && ceil_div(M, mc) % threads != 0) {
-      // Tall blocks are few: as many as a multiple of the threads, no taller than mc (the
-      // blocking never changes a result: each element sums its K blocks in order).
-      const int64_t blocks = ceil_div(ceil_div(M, mc), threads) * threads;
-      mc = std::min(mc, ceil_div(ceil_div(M, blocks), mr) * mr);
-    }
-    const int64_t mblocks = ceil_div(M, mc);
-    const int64_t nsplit = std::clamp<int64_t>(ceil_div(4 * threads, mblocks), 1, pw.panels);
+    const int64_t block_tiles = widen ? 24 : 8;
+    const int64_t threads = pool.size(), tiles = ceil_div(M, mr);
+    // Row groups of equal tile counts (within one), up to 4 per thread: parallel_for hands out
+    // chunks of one task when there are at most 4 per thread, so every thread gets the same number
+    // of rows. Blocks of mc rows handed out in chunks left a thread a block or a chunk behind: 2,159
+    // prefill rows made 20 blocks in 7 chunks, one thread running 4 of them (docs/benchmarks.md).
+    const int64_t groups = threads * std::clamp<int64_t>(tiles / (threads * block_tiles), 1, 4);
+    const int64_t nsplit = std::clamp<int64_t>(ceil_div(4 * threads, groups), 1, pw.panels);
     const int64_t per_split = ceil_div(pw.panels, nsplit);
-    const size_t a_bytes = static_cast<size_t>(mc / mr * tile_elems(kc_max)) * 4;
+    const int64_t max_block = std::min(block_tiles, ceil_div(tiles, groups)) * mr;  // rows
+    const size_t a_bytes = static_cast<size_t>(max_block / mr * tile_elems(kc_max)) * 4;
     const size_t w_bytes = widen ? static_cast<size_t>(kc_max * nr) * 4 : 0;
     const size_t per_thread = (a_bytes + w_bytes + 63) / 64 * 64;
     char* abuf = static_cast<char*>(scratch_slot(0).get(per_thread * threads));
-    pool.parallel_for(mblocks * nsplit, 1, [&](int64_t b, int64_t e, int thread) {
+    pool.parallel_for(groups * nsplit, 1, [&](int64_t b, int64_t e, int thread) {
       auto* a = reinterpret_cast<uint32_t*>(abuf + per_thread * thread);
       auto* wide = reinterpret_cast<float*>(abuf + per_thread * thread + a_bytes);
       for (int64_t task = b; task < e; ++task) {
-        const int64_t mb = task / nsplit, ns = task % nsplit;
-        const int64_t m0 = mb * mc, rows = std::min(mc, M - m0);
+        const int64_t g = task / nsplit, ns = task % nsplit;
+        const int64_t t0 = g * tiles / groups, t1 = (g + 1) * tiles / groups;
         const int64_t p0 = ns * per_split, p1 = std::min(pw.panels, p0 + per_split);
-        const int64_t tiles = ceil_div(rows, mr);
-        for (int64_t kb = 0; kb < n_kb; ++kb) {
-          const int64_t kc = kc_of(kb), te = tile_elems(kc);
-          pack(x + m0 * ldx, rows, kb * kc_max, kc, a);
-          for (int64_t p = p0; p < p1; ++p) {
-            const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
-            const void* bp = b_at(p, kb * kc_max);
-            BFormat fmt = pw.fmt;
-            if (widen && tiles > 1) {
-              t.bf16_to_f32(static_cast<const uint16_t*>(bp), wide, kc * nr);
-              bp = wide;
-              fmt = BFormat::kKMajorF32;
-            }
-            for (int64_t ti = 0; ti < tiles; ++ti) {
-              const int m = static_cast<int>(std::min<int64_t>(mr, rows - ti * mr));
-              t.gemm_tile(fmt, kc, a + ti * te, bp, y + (m0 + ti * mr) * ldy + p * nr, ldy, m, n, kb > 0);
+        // Blocks of the group: as many as block_tiles needs, their tiles spread evenly.
+        const int64_t n_blocks = ceil_div(t1 - t0, block_tiles);
+        for (int64_t blk = 0; blk < n_blocks; ++blk) {
+          const int64_t m0 = (t0 + blk * (t1 - t0) / n_blocks) * mr;
+          const int64_t rows = std::min(M, (t0 + (blk + 1) * (t1 - t0) / n_blocks) * mr) - m0;
+          const int64_t btiles = ceil_div(rows, mr);
+          for (int64_t kb = 0; kb < n_kb; ++kb) {
+            const int64_t kc = kc_of(kb), te = tile_elems(kc);
+            pack(x + m0 * ldx, rows, kb * kc_max, kc, a);
+            for (int64_t p = p0; p < p1; ++p) {
+              const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
+              const void* bp = b_at(p, kb * kc_max);
+              BFormat fmt = pw.fmt;
+              if (widen && btiles > 1) {
+                t.bf16_to_f32(static_cast<const uint16_t*>(bp), wide, kc * nr);
+                bp = wide;
+                fmt = BFormat::kKMajorF32;
+              }
+              for (int64_t ti = 0; ti < btiles; ++ti) {
+                const int m = static_cast<int>(std::min<int64_t>(mr, rows - ti * mr));
+                t.gemm_tile(fmt, kc, a + ti * te, bp, y + (m0 + ti * mr) * ldy + p * nr, ldy, m, n, kb > 0);
+              }
             }
           }
         }
