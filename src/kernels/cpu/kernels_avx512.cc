@@ -174,13 +174,16 @@ inline void qk_dispatch_dp(int jr, const uint16_t* kb, int64_t hd_pad, const uin
 
 constexpr int kPvIRdp = 6;  // query rows x 4 vectors of head_dim per PV microkernel
 
-// O[ii .. ii+IR)[d0 .. d0 + ND*W) += P · V over np key pairs.
+// O[ii .. ii+IR)[d0 .. d0 + ND*W) = O * alpha (the online softmax's rescale of each row, when alpha
+// is given) + P · V over np key pairs.
 template <int IR, int ND>
-inline void pv_rows_dp(int64_t np, const uint16_t* vb, int64_t hd_pad, const uint32_t* pb, int ii, float* o,
-                       int64_t d0) {
+inline void pv_rows_dp(int64_t np, const uint16_t* vb, int64_t hd_pad, const uint32_t* pb, const float* alpha, int ii,
+                       float* o, int64_t d0) {
   vf acc[IR][ND];
-  LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < ND; ++c) acc[r][c] =
-      vload(o + (ii + r) * hd_pad + d0 + c * W);
+  LOCR_UNROLL for (int r = 0; r < IR; ++r) LOCR_UNROLL for (int c = 0; c < ND; ++c) {
+    acc[r][c] = vload(o + (ii + r) * hd_pad + d0 + c * W);
+    if (alpha) acc[r][c] = vmul(acc[r][c], vset1(alpha[ii + r]));
+  }
   for (int64_t p = 0; p < np; ++p) {
     __m512bh vv[ND];
     LOCR_UNROLL for (int c = 0; c < ND; ++c) vv[c] = as_bh(_mm512_loadu_si512(vb + (p * hd_pad + d0 + c * W) * 2));
@@ -194,11 +197,45 @@ inline void pv_rows_dp(int64_t np, const uint16_t* vb, int64_t hd_pad, const uin
 }
 
 template <int ND, int IR = kPvIRdp>
-inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pad, const uint32_t* pb, int ii,
-                           float* o, int64_t d0) {
+inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pad, const uint32_t* pb,
+                           const float* alpha, int ii, float* o, int64_t d0) {
   if constexpr (IR >= 1) {
-    if (ir == IR) return pv_rows_dp<IR, ND>(np, vb, hd_pad, pb, ii, o, d0);
-    pv_dispatch_dp<ND, IR - 1>(ir, np, vb, hd_pad, pb, ii, o, d0);
+    if (ir == IR) return pv_rows_dp<IR, ND>(np, vb, hd_pad, pb, alpha, ii, o, d0);
+    pv_dispatch_dp<ND, IR - 1>(ir, np, vb, hd_pad, pb, alpha, ii, o, d0);
+  }
+}
+
+// softmax_block (kernels_attention.h) for the vdpbf16ps tile: the same statistics and
+// probabilities, summed in the same order, written straight to P as bf16 pairs [jn / 2][kBQdp]
+// (an odd last key pairs with a zero probability) instead of back to S and packed in a second pass.
+template <bool Masked>
+inline void softmax_pairs(const float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV], float* alpha_out, uint32_t* pb) {
+  const vf ninf = vset1(-INFINITY);
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+    vf mx = m[v];
+    for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * kBQdp + v * W));
+    const vf ms = vblend(veq(mx, ninf), mx, vzero());  // all masked so far: avoid inf - inf
+    const vf alpha = vexp2_softmax(vsub(m[v], ms));
+    auto prob = [&](int64_t j) {
+      const vf sj = vload(s + j * kBQdp + v * W);
+      const vf p = vexp2_softmax(vsub(sj, ms));
+      return Masked ? vblend(veq(sj, ninf), p, vzero()) : p;
+    };
+    vf sum = vzero();
+    int64_t j = 0;
+    for (; j + 1 < jn; j += 2) {
+      const vf lo = prob(j), hi = prob(j + 1);
+      sum = vadd(vadd(sum, lo), hi);
+      _mm512_storeu_si512(pb + (j / 2) * kBQdp + v * W, interleave_bf16(lo, hi));
+    }
+    if (j < jn) {
+      const vf lo = prob(j);
+      sum = vadd(sum, lo);
+      _mm512_storeu_si512(pb + (j / 2) * kBQdp + v * W, interleave_bf16(lo, vzero()));
+    }
+    l[v] = vfma(l[v], alpha, sum);
+    m[v] = mx;
+    vstore(alpha_out + v * W, alpha);
   }
 }
 
@@ -251,29 +288,25 @@ void k_attn_tile_bf16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) 
     const int64_t jn = min64(kBKVdp, kv_end - j0);
     for (int64_t jj = 0; jj < jn; jj += kJRdp)
       qk_dispatch_dp(static_cast<int>(min64(kJRdp, jn - jj)), kbh + (j0 + jj) * hp, hp, qt, s + jj * kBQdp);
-    mask_softmax_block(a, q0, j0, s, jn, m, l, alpha);
-    const int64_t np = (jn + 1) / 2;  // an odd last key pairs with a zero probability
-    for (int64_t p = 0; p < np; ++p)
-      LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
-        const vf lo = vload(s + 2 * p * kBQdp + v * W);
-        const vf hi = 2 * p + 1 < jn ? vload(s + (2 * p + 1) * kBQdp + v * W) : vzero();
-        _mm512_storeu_si512(pb + p * kBQdp + v * W, interleave_bf16(lo, hi));
-      }
-    if (j0 > 0) {
-      for (int i = 0; i < nq; ++i) {
-        const vf al = vset1(alpha[i]);
-        float* oi = o + i * hp;
-        for (int64_t d = 0; d < hp; d += W) vstore(oi + d, vmul(vload(oi + d), al));
-      }
+    // The causal mask where the block reaches past the tile's first query, then the online
+    // softmax straight into P; O's rescale by alpha rides on the PV kernel's load of O (none
+    // before the first block).
+    if (a.causal && j0 + jn - 1 > a.q_offset + q0) {
+      mask_causal<kNV>(s, jn, j0 - a.q_offset - q0);
+      softmax_pairs<true>(s, jn, m, l, alpha, pb);
+    } else {
+      softmax_pairs<false>(s, jn, m, l, alpha, pb);
     }
+    const int64_t np = (jn + 1) / 2;
+    const float* al = j0 > 0 ? alpha : nullptr;
     const uint16_t* vbj = vbh + (j0 / 2) * hp * 2;
     int64_t d0 = 0;
     for (; d0 + 4 * W <= hp; d0 += 4 * W)
       for (int ii = 0; ii < nq; ii += kPvIRdp)
-        pv_dispatch_dp<4>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, ii, o, d0);
+        pv_dispatch_dp<4>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, al, ii, o, d0);
     if (d0 < hp)  // hp is a multiple of 2 vectors
       for (int ii = 0; ii < nq; ii += kPvIRdp)
-        pv_dispatch_dp<2>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, ii, o, d0);
+        pv_dispatch_dp<2>(static_cast<int>(min64(kPvIRdp, nq - ii)), np, vbj, hp, pb, al, ii, o, d0);
   }
   store_tile_output(a, h, q0, nq, o, hp, l, lsum);
 }
