@@ -43,13 +43,14 @@ const char* gguf_out_type_name(GgufOutType t) {
   return "?";
 }
 
+bool q4_k_m_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
 // llama.cpp's Q4_K_M mix for a qwen3 model without an importance matrix (llama-quant.cpp,
 // llama_tensor_get_type_impl with LLAMA_FTYPE_MOSTLY_Q4_K_M): the head (output.weight, or
 // token_embd when the embeddings are tied) Q6_K, or Q8_0 when its rows are not whole 256-blocks;
 // attn_v and ffn_down of the use_more_bits layers Q6_K (with one layer per tensor, the counters are
 // the layer index); every other 2-D weight Q4_K.
 io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, bool tied) {
-  auto use_more_bits = [](int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
   int layer = -1;
   std::sscanf(name.c_str(), "blk.%d.", &layer);
   if (name == "output.weight" || (tied && name == "token_embd.weight"))
@@ -58,7 +59,7 @@ io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, 
   // attn_v; with one of them per block, its counter is the block number, as ffn_down's is.
   if ((name.find("attn_v.weight") != std::string::npos || name.find("attn_qkv.weight") != std::string::npos ||
        name.find("ffn_down") != std::string::npos) &&
-      use_more_bits(layer, n_layers))
+      q4_k_m_more_bits(layer, n_layers))
     return GgmlType::kQ6_K;
   return GgmlType::kQ4_K;
 }

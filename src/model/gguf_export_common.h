@@ -45,6 +45,9 @@ const char* gguf_out_type_name(GgufOutType t);
 // before the fallback for rows that are not whole blocks (llama_tensor_get_type_impl): see
 // gguf_export_common.cc. (qwen35: attn_qkv counts as attn_v; every block has one of the two.)
 io::GgmlType q4_k_m_choice(const std::string& name, int64_t cols, int n_layers, bool tied);
+// llama-quantize's use_more_bits: whether layer i of n_layers is one of the layers whose attn_v (or
+// attn_qkv) and ffn_down Q4_K_M keeps in Q6_K.
+bool q4_k_m_more_bits(int i, int n_layers);
 // What llama-quantize writes for a tensor it chose `type` for, with rows of `cols` elements
 // (llama-quant.cpp tensor_type_fallback): `type` when the rows are whole blocks of it; else Q4_K ->
 // Q5_0, Q6_K -> Q8_0, and F16 when the rows are not whole 32-blocks either (Q8_0 and Q5_0 included).

@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/log.h"
+#include "model/gguf_export_common.h"
 
 namespace locr::model {
 
@@ -16,10 +17,9 @@ QuantizeCounts quantize_weights(ModelWeights& w, const std::string& method) {
   // q4_k_m: llama-quantize's use_more_bits layers (model/gguf_export_common.cc q4_k_m_type) keep attn_v and
   // ffn_down in Q6_K, and so does the head.
   const int n_layers = static_cast<int>(w.text.layers.size());
-  auto more_bits = [&](int i) { return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2; };
   for (int i = 0; i < n_layers; ++i) {
     auto& L = w.text.layers[static_cast<size_t>(i)];
-    const DType hi = mix && more_bits(i) ? DType::kQ6_K : to;
+    const DType hi = mix && q4_k_m_more_bits(i, n_layers) ? DType::kQ6_K : to;
     for (Matrix* m : {&L.q_proj, &L.k_proj, &L.o_proj, &L.gate_proj, &L.up_proj}) q(*m, to);
     q(L.v_proj, hi);
     q(L.down_proj, hi);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/file.h"
+#include "model/gguf_export_common.h"
 #include "model/weight_binder.h"
 
 namespace locr::model::qwen35 {
@@ -185,10 +186,9 @@ QuantizeCounts quantize_weights(Weights& w, const std::string& method) {
   // q4_k_m_choice): in the "more bits" layers the DeltaNet's qkv projection (attn_qkv) or the
   // attention's v (attn_v), and ffn_down, Q6_K; the head Q6_K; the rest Q4_K.
   const int n_layers = static_cast<int>(w.text.layers.size());
-  auto more_bits = [&](int i) { return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2; };
   for (int i = 0; i < n_layers; ++i) {
     LayerWeights& L = w.text.layers[static_cast<size_t>(i)];
-    const DType hi = mix && more_bits(i) ? DType::kQ6_K : to;
+    const DType hi = mix && q4_k_m_more_bits(i, n_layers) ? DType::kQ6_K : to;
     std::vector<Matrix>& parts = (L.full_attention ? L.attn.qgkv : L.linear.in_proj).parts;
     // [q; gate; k; v] (attn_q holds q and gate; attn_v is part 3) or [qkv; z; b; a] (attn_qkv is part 0).
     const size_t v_like = L.full_attention ? 3 : 0;
