@@ -292,6 +292,7 @@ class CpuOps final : public Ops {
     // chunks of one task when there are at most 4 per thread, so every thread gets the same number
     // of rows. Blocks of mc rows handed out in chunks left a thread a block or a chunk behind: 2,159
     // prefill rows made 20 blocks in 7 chunks, one thread running 4 of them (docs/benchmarks.md).
+    // No split changes a result: each element sums its K blocks in order.
     const int64_t groups = threads * std::clamp<int64_t>(tiles / (threads * block_tiles), 1, 4);
     const int64_t nsplit = std::clamp<int64_t>(ceil_div(4 * threads, groups), 1, pw.panels);
     const int64_t per_split = ceil_div(pw.panels, nsplit);

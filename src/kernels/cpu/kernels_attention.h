@@ -85,26 +85,40 @@ inline void pv_dispatch(int ir, int64_t jn, const float* vb, int64_t kv_stride, 
 // the block holds masked (-inf) scores, whose probabilities are then exactly 0 (exp2 alone would
 // give 2^-126), so a query row's result depends only on the keys it sees and not on which other
 // rows share its tile (a prompt's rows give the same bits however the prompt is split).
+// One query vector's new running max over scores s[0 .. jn) (ld floats apart) from the old max m, the
+// shift ms its exponentials take (0 while every score so far is masked: no inf - inf) and alpha,
+// the rescale of its earlier sum and output.
+struct BlockMax {
+  vf mx, ms, alpha;
+};
+inline BlockMax block_max(const float* s, int64_t jn, int64_t ld, vf m) {
+  const vf ninf = vset1(-INFINITY);
+  vf mx = m;
+  for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * ld));
+  const vf ms = vblend(veq(mx, ninf), mx, vzero());
+  return {mx, ms, vexp2_softmax(vsub(m, ms))};
+}
+// The probability of score sj under shift ms; masked (-inf) scores give exactly 0.
+template <bool Masked>
+inline vf block_prob(vf sj, vf ms) {
+  const vf p = vexp2_softmax(vsub(sj, ms));
+  return Masked ? vblend(veq(sj, vset1(-INFINITY)), p, vzero()) : p;
+}
+
 template <int QV, bool Masked = false>
 inline void softmax_block(float* s, int64_t jn, vf (&m)[QV], vf (&l)[QV], float* alpha_out) {
   constexpr int BQ = QV * W;
-  const vf ninf = vset1(-INFINITY);
   LOCR_UNROLL for (int v = 0; v < QV; ++v) {
-    vf mx = m[v];
-    for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * BQ + v * W));
-    const vf ms = vblend(veq(mx, ninf), mx, vzero());  // all masked so far: avoid inf - inf
-    const vf alpha = vexp2_softmax(vsub(m[v], ms));
+    const BlockMax bm = block_max(s + v * W, jn, BQ, m[v]);
     vf sum = vzero();
     for (int64_t j = 0; j < jn; ++j) {
-      const vf sj = vload(s + j * BQ + v * W);
-      vf p = vexp2_softmax(vsub(sj, ms));
-      if constexpr (Masked) p = vblend(veq(sj, ninf), p, vzero());
+      const vf p = block_prob<Masked>(vload(s + j * BQ + v * W), bm.ms);
       vstore(s + j * BQ + v * W, p);
       sum = vadd(sum, p);
     }
-    l[v] = vfma(l[v], alpha, sum);
-    m[v] = mx;
-    vstore(alpha_out + v * W, alpha);
+    l[v] = vfma(l[v], bm.alpha, sum);
+    m[v] = bm.mx;
+    vstore(alpha_out + v * W, bm.alpha);
   }
 }
 

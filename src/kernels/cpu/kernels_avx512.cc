@@ -210,17 +210,9 @@ inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pa
 // (an odd last key pairs with a zero probability) instead of back to S and packed in a second pass.
 template <bool Masked>
 inline void softmax_pairs(const float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV], float* alpha_out, uint32_t* pb) {
-  const vf ninf = vset1(-INFINITY);
   LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
-    vf mx = m[v];
-    for (int64_t j = 0; j < jn; ++j) mx = vmax(mx, vload(s + j * kBQdp + v * W));
-    const vf ms = vblend(veq(mx, ninf), mx, vzero());  // all masked so far: avoid inf - inf
-    const vf alpha = vexp2_softmax(vsub(m[v], ms));
-    auto prob = [&](int64_t j) {
-      const vf sj = vload(s + j * kBQdp + v * W);
-      const vf p = vexp2_softmax(vsub(sj, ms));
-      return Masked ? vblend(veq(sj, ninf), p, vzero()) : p;
-    };
+    const BlockMax bm = block_max(s + v * W, jn, kBQdp, m[v]);
+    auto prob = [&](int64_t j) { return block_prob<Masked>(vload(s + j * kBQdp + v * W), bm.ms); };
     vf sum = vzero();
     int64_t j = 0;
     for (; j + 1 < jn; j += 2) {
@@ -233,9 +225,9 @@ inline void softmax_pairs(const float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV]
       sum = vadd(sum, lo);
       _mm512_storeu_si512(pb + (j / 2) * kBQdp + v * W, interleave_bf16(lo, vzero()));
     }
-    l[v] = vfma(l[v], alpha, sum);
-    m[v] = mx;
-    vstore(alpha_out + v * W, alpha);
+    l[v] = vfma(l[v], bm.alpha, sum);
+    m[v] = bm.mx;
+    vstore(alpha_out + v * W, bm.alpha);
   }
 }
 
