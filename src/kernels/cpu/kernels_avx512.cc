@@ -210,24 +210,28 @@ inline void pv_dispatch_dp(int ir, int64_t np, const uint16_t* vb, int64_t hd_pa
 // (an odd last key pairs with a zero probability) instead of back to S and packed in a second pass.
 template <bool Masked>
 inline void softmax_pairs(const float* s, int64_t jn, vf (&m)[kNV], vf (&l)[kNV], float* alpha_out, uint32_t* pb) {
-  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
-    const BlockMax bm = block_max(s + v * W, jn, kBQdp, m[v]);
-    auto prob = [&](int64_t j) { return block_prob<Masked>(vload(s + j * kBQdp + v * W), bm.ms); };
-    vf sum = vzero();
-    int64_t j = 0;
-    for (; j + 1 < jn; j += 2) {
-      const vf lo = prob(j), hi = prob(j + 1);
-      sum = vadd(vadd(sum, lo), hi);
+  BlockMax bm[kNV];
+  block_max<kNV>(s, jn, kBQdp, m, bm);
+  auto prob = [&](int64_t j, int v) { return block_prob<Masked>(vload(s + j * kBQdp + v * W), bm[v].ms); };
+  vf sum[kNV];
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) sum[v] = vzero();
+  int64_t j = 0;
+  for (; j + 1 < jn; j += 2)
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+      const vf lo = prob(j, v), hi = prob(j + 1, v);
+      sum[v] = vadd(vadd(sum[v], lo), hi);
       _mm512_storeu_si512(pb + (j / 2) * kBQdp + v * W, interleave_bf16(lo, hi));
     }
-    if (j < jn) {
-      const vf lo = prob(j);
-      sum = vadd(sum, lo);
+  if (j < jn)
+    LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+      const vf lo = prob(j, v);
+      sum[v] = vadd(sum[v], lo);
       _mm512_storeu_si512(pb + (j / 2) * kBQdp + v * W, interleave_bf16(lo, vzero()));
     }
-    l[v] = vfma(l[v], bm.alpha, sum);
-    m[v] = bm.mx;
-    vstore(alpha_out + v * W, bm.alpha);
+  LOCR_UNROLL for (int v = 0; v < kNV; ++v) {
+    l[v] = vfma(l[v], bm[v].alpha, sum[v]);
+    m[v] = bm[v].mx;
+    vstore(alpha_out + v * W, bm[v].alpha);
   }
 }
 
