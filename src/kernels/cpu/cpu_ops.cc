@@ -278,8 +278,8 @@ class CpuOps final : public Ops {
 
     // Many rows: tasks are (group of row tiles) x (range of panels). A task runs its rows in blocks
     // of at most block_tiles tiles and packs each block's A.
-    // bf16 K-major panels are widened to f32 once per (panel, K block) into an L1/L2-resident
-    // slice that all row tiles of the block reuse, so the microkernel runs at the pure-FMA rate.
+    // bf16 K-major panels are widened to f32 once per (panel, K block) into an L2-resident slice
+    // that all row tiles of the block reuse, so the microkernel runs at the pure-FMA rate.
     const bool widen = pw.fmt == BFormat::kKMajorBf16;
     // Rows per block: each block streams the whole weight again (from L3 or DRAM once it outgrows
     // L2) and, when widening, converts it again. Widened blocks are 3x taller (144 rows on AVX2:
@@ -298,7 +298,14 @@ class CpuOps final : public Ops {
     const int64_t per_split = ceil_div(pw.panels, nsplit);
     const int64_t max_block = std::min(block_tiles, ceil_div(tiles, groups)) * mr;  // rows
     const size_t a_bytes = static_cast<size_t>(max_block / mr * tile_elems(kc_max)) * 4;
-    const size_t w_bytes = widen ? static_cast<size_t>(kc_max * nr) * 4 : 0;
+    // Panels per group: a row tile runs against `pg` consecutive K-major panels before the next
+    // tile, so its A (14 x 512 f32 = 28 KB) stays in L1 while the f32 panel slices (64 KB each on
+    // AVX-512, widened or not) stream from L2, where the group (256 KB) waits for the next tile.
+    // One panel at a time streamed both from L2 on every tile: +5-10% on one Xeon core
+    // (docs/benchmarks.md). AVX2's slice (32 KB) fits L1 beside its 12 KB tile: measured neutral
+    // there, so it keeps one panel; the vdpbf16ps pair panels were tuned on Zen and keep theirs.
+    const int64_t pg = pairs || nr < 32 ? 1 : 4;
+    const size_t w_bytes = widen ? static_cast<size_t>(pg * kc_max * nr) * 4 : 0;
     const size_t per_thread = (a_bytes + w_bytes + 63) / 64 * 64;
     char* abuf = static_cast<char*>(scratch_slot(0).get(per_thread * threads));
     pool.parallel_for(groups * nsplit, 1, [&](int64_t b, int64_t e, int thread) {
@@ -317,18 +324,24 @@ class CpuOps final : public Ops {
           for (int64_t kb = 0; kb < n_kb; ++kb) {
             const int64_t kc = kc_of(kb), te = tile_elems(kc);
             pack(x + m0 * ldx, rows, kb * kc_max, kc, a);
-            for (int64_t p = p0; p < p1; ++p) {
-              const int n = static_cast<int>(std::min<int64_t>(nr, N - p * nr));
-              const void* bp = b_at(p, kb * kc_max);
+            for (int64_t q0 = p0; q0 < p1; q0 += pg) {
+              const int np = static_cast<int>(std::min<int64_t>(pg, p1 - q0));
+              const int n_last = static_cast<int>(std::min<int64_t>(nr, N - (q0 + np - 1) * nr));
+              const void* bp = b_at(q0, kb * kc_max);
+              int64_t b_stride = KP * nr;
               BFormat fmt = pw.fmt;
               if (widen && btiles > 1) {
-                t.bf16_to_f32(static_cast<const uint16_t*>(bp), wide, kc * nr);
+                for (int i = 0; i < np; ++i)
+                  t.bf16_to_f32(reinterpret_cast<const uint16_t*>(b_at(q0 + i, kb * kc_max)), wide + i * kc * nr,
+                                kc * nr);
                 bp = wide;
+                b_stride = kc * nr;
                 fmt = BFormat::kKMajorF32;
               }
               for (int64_t ti = 0; ti < btiles; ++ti) {
                 const int m = static_cast<int>(std::min<int64_t>(mr, rows - ti * mr));
-                t.gemm_tile(fmt, kc, a + ti * te, bp, y + (m0 + ti * mr) * ldy + p * nr, ldy, m, n, kb > 0);
+                t.gemm_panels(fmt, kc, a + ti * te, bp, b_stride, np, y + (m0 + ti * mr) * ldy + q0 * nr, ldy, m,
+                              n_last, kb > 0);
               }
             }
           }
