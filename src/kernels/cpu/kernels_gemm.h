@@ -38,6 +38,11 @@ void ukernel_f32(int64_t kc, const float* a, const BT* b, float* c, int64_t ldc,
   LOCR_UNROLL for (int r = 0; r < M; ++r) LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vzero();
   for (int64_t k = 0; k < kc; ++k) {
     vf bv[kNV];
+    // AVX-512: B's slice (64 KB of f32) streams from L2, two lines per k; fetching them 16 k
+    // ahead raised the median of repeated runs 2-6% on a Xeon core (AVX2's slice sits in L1).
+    if constexpr (W == 16) {
+      LOCR_UNROLL for (int v = 0; v < kNV; ++v) __builtin_prefetch(b + (k + 16) * kNR + v * W, 0, 3);
+    }
     LOCR_UNROLL for (int v = 0; v < kNV; ++v) bv[v] = load_b<BT>(b + k * kNR + v * W);
     LOCR_UNROLL for (int r = 0; r < M; ++r) {
       const vf av = vset1(a[k * kMR + r]);
