@@ -156,15 +156,28 @@ void k_gemm_tile_f32(BFormat fmt, int64_t kc, const void* a, const void* b, floa
 void k_pack_a_f32(const float* x, int64_t ldx, int64_t m, int64_t k0, int64_t kc, int64_t k_total, float* dst,
                   bool round_bf16) {
   (void)k_total;
+  static_assert(kMR <= W, "a tile's rows fit one vector");
   for (int64_t t = 0; t * kMR < m; ++t) {
     const int64_t rows = min64(kMR, m - t * kMR);
     float* d = dst + t * kc * kMR;
+    // W columns at a time: the tile's rows (zero past `rows`) as vectors, rounded, transposed
+    // into W k-steps of kMR values each.
+    int64_t k = 0;
+    for (; k + W <= kc; k += W) {
+      vf v[W];
+      LOCR_UNROLL for (int r = 0; r < W; ++r) {
+        v[r] = r < rows ? vload(x + (t * kMR + r) * ldx + k0 + k) : vzero();
+        if (round_bf16) v[r] = vround_bf16(v[r]);
+      }
+      vtranspose(v);
+      LOCR_UNROLL for (int j = 0; j < W; ++j) vstore_n(d + (k + j) * kMR, v[j], kMR);
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + (t * kMR + r) * ldx + k0;
       if (round_bf16) {
-        for (int64_t k = 0; k < kc; ++k) d[k * kMR + r] = round_bf16_scalar(xr[k]);
+        for (int64_t kk = k; kk < kc; ++kk) d[kk * kMR + r] = round_bf16_scalar(xr[kk]);
       } else {
-        for (int64_t k = 0; k < kc; ++k) d[k * kMR + r] = xr[k];
+        for (int64_t kk = k; kk < kc; ++kk) d[kk * kMR + r] = xr[kk];
       }
     }
   }
