@@ -123,6 +123,46 @@ void BM_Gemv(benchmark::State& st, std::string backend, int64_t M, int64_t N, in
   set_flops(st, 2.0 * M * N * K, cpu_s);
 }
 
+// Greedy tokens from the head (Ops::matmul_argmax: the 8-bit screen, then the candidates' panel
+// groups in BF16), the same rotation over copies as BM_Gemv. Counter: the BF16 head's bytes per
+// second, so the rate compares with Gemv/<backend>/lm_head (the full product it replaces).
+void BM_GreedyHead(benchmark::State& st, std::string backend, int64_t M, int64_t N, int64_t K) {
+  auto ops = locr::kernels::make_ops(backend);
+  const double bytes = 2.0 * N * K;
+  const int copies = static_cast<int>(std::max(1.0, std::ceil(768e6 / bytes)));
+  std::vector<Matrix> ws;
+  for (int c = 0; c < copies; ++c) {
+    auto buf = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(N * K));
+    std::mt19937 rng(10 + c);
+    std::uniform_real_distribution<float> d(-0.05f, 0.05f);
+    for (auto& x : *buf) x = locr::f32_to_bf16(d(rng));
+    Matrix w;
+    w.dtype = locr::DType::kBF16;
+    w.rows = N;
+    w.cols = K;
+    w.data = buf->data();
+    w.holder = buf;
+    ops->prepare(w);
+    ops->prepare_argmax(w);
+    if (w.packed) {
+      w.holder.reset();
+      w.data = nullptr;
+    }
+    ws.push_back(std::move(w));
+  }
+  const auto x = random_vec(static_cast<size_t>(M * K), 3);
+  std::vector<int32_t> tokens(static_cast<size_t>(M));
+  const CpuClock clock;
+  size_t i = 0;
+  for (auto _ : st) {
+    ops->matmul_argmax(ops->f32(x.data(), M, K), ws[i++ % ws.size()], tokens.data());
+    benchmark::DoNotOptimize(tokens.data());
+  }
+  const double cpu_s = clock.elapsed();
+  set_bytes(st, bytes, cpu_s);
+  st.counters["screen_MB"] = static_cast<double>(ops->argmax_extra_bytes(ws.front())) / 1e6;
+}
+
 // GEMV on GGUF Q8_0 weights, packed once (kernels/cpu/quant_q8_0.h; one thread: compare with --threads 1),
 // the same rotation over copies as BM_Gemv. Counter: Q8_0 weight bytes per second (34 per 32).
 // Q4_K (kernels/cpu/quant_q4_k.h) and Q6_K (quant_q6_k.h) the same way, packed once too: counter
@@ -509,6 +549,12 @@ void register_all() {
     };
     for (const auto& g : gemvs)
       benchmark::RegisterBenchmark(("Gemv/" + b + "/" + g.name).c_str(), BM_Gemv, b, g.m, g.n, g.k)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    // LightOnOCR-2-1B's head and LightOnOCR-3-0.8B's (tied, 248,320 rows), one and four sequences.
+    const G heads[] = {{"lm_head", 1, 151936, 1024}, {"lm_head_m4", 4, 151936, 1024}, {"lm_head_q35", 1, 248320, 1024}};
+    for (const auto& g : heads)
+      benchmark::RegisterBenchmark(("GreedyHead/" + b + "/" + g.name).c_str(), BM_GreedyHead, b, g.m, g.n, g.k)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     benchmark::RegisterBenchmark(("Attention/" + b + "/vision_8580_hd64").c_str(), BM_Attention, b, 8580, 8580, 16,

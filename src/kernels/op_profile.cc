@@ -64,6 +64,13 @@ void ProfiledOps::run_matmul(const View& x, const Matrix& w, const View& y) {
          2.0 * static_cast<double>(x.rows) * static_cast<double>(w.rows) * static_cast<double>(w.cols), 0);
 }
 
+void ProfiledOps::run_matmul_argmax(const View& x, const Matrix& w, int32_t* out) {
+  const auto t0 = Clock::now();
+  inner_->matmul_argmax(x, w, out);
+  record("matmul_argmax", dims(x.rows, w.rows) + "x" + std::to_string(w.cols) + " " + dtype_name(w.dtype), t0,
+         2.0 * static_cast<double>(x.rows) * static_cast<double>(w.rows) * static_cast<double>(w.cols), 0);
+}
+
 void ProfiledOps::run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) {
   const auto t0 = Clock::now();
   inner_->rms_norm(x, w, eps, y);

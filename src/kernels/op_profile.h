@@ -36,6 +36,8 @@ class ProfiledOps final : public Ops {
   const char* name() const override { return inner_->name(); }
   void prepare(Matrix& w) override { inner_->prepare(w); }
   void prepare_stack(StackedMatrix& w) override { inner_->prepare_stack(w); }
+  void prepare_argmax(Matrix& w) override { inner_->prepare_argmax(w); }
+  size_t argmax_extra_bytes(const Matrix& w) const override { return inner_->argmax_extra_bytes(w); }
   DType kv_dtype() const override { return inner_->kv_dtype(); }
   bool host_memory() const override { return true; }
   std::shared_ptr<void> alloc(size_t bytes) override { return inner_->alloc(bytes); }
@@ -58,6 +60,7 @@ class ProfiledOps final : public Ops {
   void run_silu_mul(const View& gate, const View& up, const View& out) override;
   void run_gelu(const View& x) override;
   void run_add(const View& y, const View& x) override;
+  void run_matmul_argmax(const View& x, const Matrix& w, int32_t* out) override;
   void run_attention(const View& q, const View& k, const View& v, const View& out, const AttentionParams& p) override;
   void run_embed(const Matrix& table, const View& ids, const View& out) override;
   void run_add_rms_norm(const View& x, const View& delta, const Matrix& w, float eps, const View& y) override;

@@ -170,6 +170,11 @@ class Ops {
   virtual void prepare(Matrix& w) {}
   // Lays out a stack (StackedMatrix) once at load. Default: prepare() each part, no fusion.
   virtual void prepare_stack(StackedMatrix& w);
+  // Optional, after prepare(): whatever makes matmul_argmax over this weight cheaper (the CPU
+  // backends: an 8-bit screen of its rows, kernels/cpu/greedy_screen.h). Default does nothing.
+  virtual void prepare_argmax(Matrix& w) {}
+  // Bytes prepare_argmax added for w (0: none; matmul_argmax then reads all of w).
+  virtual size_t argmax_extra_bytes(const Matrix& w) const { return 0; }
 
   // Element type this backend wants the decoder's KV cache in (attention reads it as given by
   // the KV views' dtype). F32 unless the backend computes in BF16 anyway.
@@ -200,6 +205,10 @@ class Ops {
   void matmul(const View& x, const Matrix& w, const View& y);
   // The same over a stack: y[M, w.rows()] (x, y strided).
   void matmul(const View& x, const StackedMatrix& w, const View& y);
+  // out[m] (host, x.rows of them) = the index of the largest element of row m of x · W^T, the
+  // lowest among equals: the argmax of what matmul writes, bit for bit (greedy decoding's token).
+  // x strided. A backend may read less than all of W to find it (prepare_argmax).
+  void matmul_argmax(const View& x, const Matrix& w, int32_t* out);
   // Each group of dim = w's length of each row: y = x / sqrt(mean(x^2) + eps) * w. x, y [rows,
   // cols] strided with cols a multiple of dim (one group per row, or one per head: q_norm over
   // [T, heads * head_dim]). x and y may be the same view.
@@ -263,9 +272,15 @@ class Ops {
                        const Matrix& a_log, const Matrix& dt_bias, const View& state, const StateBatch& b,
                        const DeltaNetParams& p, const View& out);
 
+ protected:
+  // matmul into backend memory, then the argmax of each row on the host.
+  void argmax_of_matmul(const View& x, const Matrix& w, int32_t* out);
+
  private:
   // The backends' kernels, called after the public member checked the contract.
   virtual void run_matmul(const View& x, const Matrix& w, const View& y) = 0;
+  // Default: argmax_of_matmul.
+  virtual void run_matmul_argmax(const View& x, const Matrix& w, int32_t* out);
   virtual void run_rms_norm(const View& x, const Matrix& w, float eps, const View& y) = 0;
   virtual void run_rope(const View& x, const View& cos, const View& sin) = 0;
   virtual void run_silu_mul(const View& gate, const View& up, const View& out) = 0;

@@ -2,6 +2,7 @@
 // of its views) checked in one place for every backend, then the backend's run_* member. A broken
 // contract is a bug in the caller: LOCR_CHECK names the op, the rule and the views.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,15 @@ void Ops::matmul(const View& x, const Matrix& w, const View& y) {
   LOCR_CHECK(same_or_disjoint(x, y) && x.data != y.data, "", name(), ": matmul writes y over its input x");
   if (x.rows == 0) return;
   run_matmul(x, w, y);
+}
+
+void Ops::matmul_argmax(const View& x, const Matrix& w, int32_t* out) {
+  check_view(*this, "matmul_argmax", "x", x, DType::kF32);
+  LOCR_CHECK(w.rows > 0 && w.cols > 0, "", name(), ": matmul_argmax with an empty weight");
+  LOCR_CHECK(x.cols == w.cols, "", name(), ": matmul_argmax x ", x.describe(), " . W[", w.rows, ", ", w.cols, "]^T");
+  LOCR_CHECK(w.rows <= INT32_MAX && (out != nullptr || x.rows == 0), "", name(), ": matmul_argmax output");
+  if (x.rows == 0) return;
+  run_matmul_argmax(x, w, out);
 }
 
 void Ops::matmul(const View& x, const StackedMatrix& w, const View& y) {

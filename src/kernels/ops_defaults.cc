@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -19,6 +20,22 @@ std::shared_ptr<void> Ops::alloc(size_t bytes) {
   void* p = alloc_aligned(bytes);
   if (!p) fail(ErrorKind::kLimit, "out of memory allocating ", bytes, " bytes of activations");
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+void Ops::run_matmul_argmax(const View& x, const Matrix& w, int32_t* out) { argmax_of_matmul(x, w, out); }
+
+void Ops::argmax_of_matmul(const View& x, const Matrix& w, int32_t* out) {
+  const int64_t M = x.rows, N = w.rows;
+  std::shared_ptr<void> y = alloc(static_cast<size_t>(M * N) * sizeof(float));
+  matmul(x, w, View(y.get(), DType::kF32, memory(), M, N));
+  std::vector<float> row(static_cast<size_t>(N));
+  for (int64_t m = 0; m < M; ++m) {
+    to_host(row.data(), static_cast<const float*>(y.get()) + m * N, static_cast<size_t>(N) * sizeof(float));
+    int64_t best = 0;
+    for (int64_t r = 1; r < N; ++r)
+      if (row[r] > row[best]) best = r;  // the first maximum wins, as torch.argmax and Sampler::argmax
+    out[m] = static_cast<int32_t>(best);
+  }
 }
 
 void Ops::to_host(void* host_dst, const void* src, size_t bytes) {

@@ -35,6 +35,11 @@ void want_logits_rows(const StepSeq& s, int k, int64_t row0, std::vector<int64_t
   }
 }
 
+bool greedy_on_executor(const StepSeq& s) {
+  return s.want_logits && s.n_logits == 1 && s.sample != nullptr && s.sample->temperature <= 0.0f &&
+         !s.sample->want_logprob;
+}
+
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows) {
   const int64_t H = x.dim(1), S = static_cast<int64_t>(rows.size());
   Tensor h = Tensor::empty(DType::kF32, {S, H});

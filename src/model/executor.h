@@ -171,6 +171,11 @@ void write_image_rows(const StepSeq& s, float* x, int64_t hidden);
 // `rows`, and k to out->logits_seq for each.
 void want_logits_rows(const StepSeq& s, int k, int64_t row0, std::vector<int64_t>* rows, StepOutput* out);
 
+// Whether sequence s of a step takes its token from the head's argmax on the executor (host
+// executors: Ops::matmul_argmax, which may read less than the whole head) instead of a host logits
+// row: a greedy device sample of one row, without a log-probability.
+bool greedy_on_executor(const StepSeq& s);
+
 // Rows `rows` of x [R, hidden] (host) as a [rows.size(), hidden] tensor: the hidden states whose
 // logits a step returns.
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);

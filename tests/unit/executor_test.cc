@@ -4,6 +4,7 @@
 // it cannot run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -294,6 +295,44 @@ TEST_P(CpuExecutorTest, PromptAfterACachedPrefixOrInChunksMatchesTheWholePromptB
   EXPECT_TRUE(same_bits(out.logits.data<float>() + V, ref.data(), V)) << "the prompt in chunks of 7 rows";
 }
 
+// A greedy device sample (no log-probability) gets its token from the head's argmax (the 8-bit
+// screen of Ops::matmul_argmax) and no logits row; it is the argmax of the logits row the same step
+// gives without the sample. Other samples (a temperature, a log-probability) get logits rows.
+TEST_P(CpuExecutorTest, GreedyRowsGetTheArgmaxOfTheirLogits) {
+  const LightOnOcr& m = tiny(GetParam());
+  const int64_t V = m.config().text.vocab_size;
+  CpuExecutor exec(m, small_pool(m, 32));
+  ASSERT_TRUE(exec.supports_device_sampling());
+  const std::vector<int32_t> a = text_ids(m, "Hello, how are you?"), b = text_ids(m, "Bonjour tout le monde"),
+                             c = text_ids(m, "The future of AI is");
+  std::vector<int32_t> ta(8), tb(8), tc(8);
+  for (int i = 0; i < 8; ++i) ta[i] = i, tb[i] = 8 + i, tc[i] = 16 + i;
+  auto seqs = [&] {
+    return std::vector<StepSeq>{step_seq(a, ta, 0, static_cast<int64_t>(a.size()), true, 1, true),
+                                step_seq(b, tb, 0, static_cast<int64_t>(b.size()), true, 1, true),
+                                step_seq(c, tc, 0, static_cast<int64_t>(c.size()), true, 1, true)};
+  };
+  StepOutput plain;
+  exec.step(seqs(), &plain);
+  ASSERT_EQ(plain.logits.dim(0), 3);
+  DeviceSample greedy, warm, logprob;
+  warm.temperature = 0.7f;
+  logprob.want_logprob = true;
+  std::vector<StepSeq> sampled = seqs();
+  sampled[0].sample = &greedy;
+  sampled[1].sample = &warm;
+  sampled[2].sample = &logprob;
+  StepOutput out;
+  exec.step(sampled, &out);
+  const float* la = plain.logits.data<float>();
+  EXPECT_EQ(out.tokens[0], static_cast<int32_t>(std::max_element(la, la + V) - la));
+  EXPECT_EQ(out.tokens[1], -1);
+  EXPECT_EQ(out.tokens[2], -1);
+  ASSERT_EQ(out.logits.dim(0), 2);
+  EXPECT_EQ(out.logits_seq, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(same_bits(out.logits.data<float>(), la + V, 2 * V));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CpuExecutorTest, ::testing::Values("cpu-f32", "cpu-bf16"));
 
 TEST(Executor, FactoryPicksCpuAndGenerateRunsOnIt) {
@@ -301,7 +340,7 @@ TEST(Executor, FactoryPicksCpuAndGenerateRunsOnIt) {
   auto exec = runtime::make_executor(m, runtime::single_sequence_options(10, 40));
   EXPECT_STREQ(exec->name(), "cpu");
   EXPECT_GE(exec->kv_blocks() * exec->block_size(), 40);
-  EXPECT_FALSE(exec->supports_device_sampling());
+  EXPECT_TRUE(exec->supports_device_sampling());  // greedy rows: CpuExecutorTest.GreedyRowsGetTheArgmaxOfTheirLogits
   Prompt p;
   p.ids = text_ids(m, "The future of AI is");
   runtime::DecodeParams go;

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_driver.h"
+#include "kernels/cpu/greedy_screen.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/q4_k_block.h"
 #include "kernels/cpu/q6_k_block.h"
@@ -48,6 +49,7 @@ struct PackedWeight {
   int64_t n = 0, k = 0, k_pad = 0, panels = 0;
   void* data = nullptr;
   size_t bytes = 0;
+  std::shared_ptr<cpu::GreedyScreen> screen;  // prepare_argmax's 8-bit copy, or null
 };
 
 // The deleter's type marks a `Matrix::packed` as ours (std::get_deleter), whatever other backends
@@ -143,6 +145,7 @@ std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) { return
 // ---------------------------------------------------------------------------------------------
 
 bool attention_dot_allowed();  // LOCR_CPU_ATTN_DOT=0: no attention tiles on vdpbf16ps
+bool greedy_screen_allowed();  // LOCR_GREEDY_SCREEN=0: matmul_argmax reads the whole head
 
 class CpuOps final : public Ops {
  public:
@@ -192,6 +195,25 @@ class CpuOps final : public Ops {
     w.fused.packed = pack_rows(parts, format_for(w.fused.dtype), t_->nr);  // no unpacked copy: data stays null
   }
 
+  size_t argmax_extra_bytes(const Matrix& w) const override {
+    const PackedWeight* pw = own_packed(w);
+    return pw != nullptr && pw->screen ? pw->screen->bytes() : 0;
+  }
+
+  // The greedy head's 8-bit screen (greedy_screen.h), from the rows as the packed GEMM multiplies
+  // them (rounded to bf16 where its panels are bf16). Needs the packed weight and the rows.
+  void prepare_argmax(Matrix& w) override {
+    auto* pw = const_cast<PackedWeight*>(own_packed(w));
+    if (pw == nullptr || w.data == nullptr || pw->screen || !greedy_screen_allowed()) return;
+    const bool to_bf16 = pw->fmt != BFormat::kKMajorF32 && w.dtype != DType::kBF16;
+    const size_t row_bytes = dtype_size(w.dtype) * static_cast<size_t>(w.cols);
+    pw->screen = cpu::build_greedy_screen(w.rows, w.cols, [&](int64_t r, float* out) {
+      convert_to_f32(w.dtype, static_cast<const char*>(w.data) + static_cast<size_t>(r) * row_bytes, out, w.cols);
+      if (to_bf16)
+        for (int64_t c = 0; c < w.cols; ++c) out[c] = bf16_to_f32(f32_to_bf16(out[c]));
+    });
+  }
+
  private:
   void run_matmul(const View& xv, const Matrix& w, const View& yv) override {
     const int64_t M = xv.rows;
@@ -222,7 +244,52 @@ class CpuOps final : public Ops {
     gemm(xv.f32(), xv.stride, M, *pw, yv.f32(), yv.stride);
   }
 
-  void gemm(const float* x, int64_t ldx, int64_t M, const PackedWeight& pw, float* y, int64_t ldy) {
+  // Greedy tokens: the screen's candidates (greedy_screen.h), then the exact values of their
+  // panel groups from the same GEMM calls matmul makes (gemm's `only_groups`), so the argmax is
+  // matmul's bit for bit. Without a screen, or when the candidates are many, the full product.
+  void run_matmul_argmax(const View& xv, const Matrix& w, int32_t* out) override {
+    const int64_t M = xv.rows, N = w.rows, K = w.cols;
+    const PackedWeight* pw = own_packed(w);
+    const cpu::GreedyScreen* sc = pw != nullptr ? pw->screen.get() : nullptr;
+    if (sc == nullptr || M > t_->mr * 8) return argmax_of_matmul(xv, w, out);
+    const int64_t nb = K / cpu::kScreenBlock, ld = sc->groups * cpu::kScreenRows;
+    auto* h = static_cast<float*>(scratch_slot(3).get(static_cast<size_t>(M * (K + nb + 2 * ld)) * 4));
+    float* l1 = h + M * K;
+    float* sv = l1 + M * nb;
+    float* ev = sv + M * ld;
+    const bool round_bf16 = precision_ == CpuPrecision::kBF16;  // as pack_a_f32 / pack_a_pairs round x
+    if (!cpu::screen_inputs(xv.f32(), xv.stride, M, K, round_bf16, h, l1)) return argmax_of_matmul(xv, w, out);
+    const cpu::ScreenArgs a{sc->q, sc->dc, K, h, l1, M, sv, ev, ld};
+    ThreadPool::global().parallel_for(sc->groups, 16, [&](int64_t g0, int64_t g1, int) { t_->screen_rows(a, g0, g1); });
+    // Candidate rows per activation row, and the GEMM's panel groups (kFewGroup panels) holding them.
+    std::vector<std::vector<int64_t>> cand(static_cast<size_t>(M));
+    std::vector<int64_t> groups;
+    const int64_t group_rows = kFewGroup * pw->nr;
+    for (int64_t m = 0; m < M; ++m) {
+      if (!cpu::screen_candidates(sv + m * ld, ev + m * ld, N, &cand[m])) return argmax_of_matmul(xv, w, out);
+      for (int64_t r : cand[m]) groups.push_back(r / group_rows);
+    }
+    std::sort(groups.begin(), groups.end());
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    if (static_cast<int64_t>(groups.size()) * 4 > ceil_div(pw->panels, kFewGroup))
+      return argmax_of_matmul(xv, w, out);  // a flat row of scores: reading it all is cheaper
+    auto* y = static_cast<float*>(scratch_slot(4).get(static_cast<size_t>(M * N) * 4));
+    gemm(xv.f32(), xv.stride, M, *pw, y, N, &groups);
+    for (int64_t m = 0; m < M; ++m) {
+      int64_t best = cand[m].front();
+      for (int64_t r : cand[m])
+        if (y[m * N + r] > y[m * N + best]) best = r;  // increasing r: the first maximum wins
+      out[m] = static_cast<int32_t>(best);
+    }
+  }
+
+  // Panels per task of the few-row path (independent FMA chains side by side in the microkernel).
+  static constexpr int64_t kFewGroup = 4;
+
+  // y = x · Wᵀ. only_groups (few rows only): just the columns of these groups of kFewGroup panels,
+  // each computed by the call that computes it in a full product.
+  void gemm(const float* x, int64_t ldx, int64_t M, const PackedWeight& pw, float* y, int64_t ldy,
+            const std::vector<int64_t>* only_groups = nullptr) {
     const KernelTable& t = *t_;
     const int64_t N = pw.n, K = pw.k, KP = pw.k_pad, nr = pw.nr, mr = t.mr;
     const bool pairs = pw.fmt == BFormat::kPairsBf16;
@@ -255,13 +322,13 @@ class CpuOps final : public Ops {
       for (int64_t kb = 0; kb < n_kb; ++kb) kb_off[kb + 1] = kb_off[kb] + tiles * tile_elems(kc_of(kb));
       auto* a = static_cast<uint32_t*>(scratch_slot(0).get(static_cast<size_t>(kb_off[n_kb]) * 4));
       for (int64_t kb = 0; kb < n_kb; ++kb) pack(x, M, kb * kc_max, kc_of(kb), a + kb_off[kb]);
-      // Groups of kGroup panels per call give the microkernel independent FMA chains side by side.
-      constexpr int64_t kGroup = 4;
-      const int64_t groups = ceil_div(pw.panels, kGroup);
+      // Groups of kFewGroup panels per call give the microkernel independent FMA chains side by side.
+      const int64_t groups = only_groups ? static_cast<int64_t>(only_groups->size()) : ceil_div(pw.panels, kFewGroup);
       pool.parallel_for(groups, 1, [&](int64_t b, int64_t e, int) {
-        for (int64_t g = b; g < e; ++g) {
-          const int64_t p0 = g * kGroup;
-          const int np = static_cast<int>(std::min<int64_t>(kGroup, pw.panels - p0));
+        for (int64_t gi = b; gi < e; ++gi) {
+          const int64_t g = only_groups ? (*only_groups)[gi] : gi;
+          const int64_t p0 = g * kFewGroup;
+          const int np = static_cast<int>(std::min<int64_t>(kFewGroup, pw.panels - p0));
           const int n_last = static_cast<int>(std::min<int64_t>(nr, N - (p0 + np - 1) * nr));
           for (int64_t kb = 0; kb < n_kb; ++kb) {
             const int64_t kc = kc_of(kb);
@@ -651,6 +718,14 @@ class CpuOps final : public Ops {
 bool attention_dot_allowed() {
   static const bool on = [] {
     const char* env = std::getenv("LOCR_CPU_ATTN_DOT");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+bool greedy_screen_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("LOCR_GREEDY_SCREEN");
     return env == nullptr || std::string(env) != "0";
   }();
   return on;

@@ -69,6 +69,25 @@ struct GdnArgs {
   int64_t scal_stride;  // 2 * n_v_heads + 3 * n_k_heads
 };
 
+// The greedy head's 8-bit screen (greedy_screen.h): row groups of kScreenRows head rows, each
+// [K][kScreenRows] int8 q, then per block of kScreenBlock k's the rows' scales d and error
+// coefficients c as bf16 ([K / kScreenBlock][2][kScreenRows]). For activation rows m < M (h
+// [M][K], l1 [M][K / kScreenBlock]): s[m * ld + r] = sum_b d_b,r * sum_{k in b} q_k,r * h_m,k and
+// e[m * ld + r] = sum_b c_b,r * l1_m,b for the rows r of groups [g0, g1).
+constexpr int kScreenRows = 16;
+constexpr int kScreenBlock = 32;
+struct ScreenArgs {
+  const int8_t* q;
+  const uint16_t* dc;
+  int64_t k;  // a multiple of kScreenBlock
+  const float* h;
+  const float* l1;
+  int64_t m;
+  float* s;
+  float* e;
+  int64_t ld;
+};
+
 struct KernelTable {
   const char* isa;
   int w;        // floats per vector
@@ -141,6 +160,9 @@ struct KernelTable {
   // o [n_heads][head_dim], ml [n_heads][2]; scratch n_heads * (j1 - j0) floats. Then combine.
   void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);
   void (*attn_combine)(const AttnArgs& a, int64_t i, int64_t n_chunks, const float* part_o, const float* part_ml);
+
+  // The greedy head's screen over row groups [g0, g1) (ScreenArgs; kernels_screen.h).
+  void (*screen_rows)(const ScreenArgs& a, int64_t g0, int64_t g1);
 
   // Q8_0 weights packed by pack_q8_0 (groups of 16 rows, q8_0_block.h) against activation rows
   // from quantize_act_q8_0 (n_blocks * 40 bytes each): c[i * ldc + r] = the canonical Q8_0 dot

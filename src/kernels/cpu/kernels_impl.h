@@ -2,8 +2,8 @@
 // ISA (kernels_generic.cc, kernels_avx2.cc, kernels_avx512.cc), each inside its own namespace
 // LOCR_CPU_NS with internal linkage. No std:: containers or std::function here (see
 // kernel_table.h for why); threading and blocking live in cpu_ops.cc. The kernels live by concern
-// in kernels_elementwise.h, kernels_gemm.h, kernels_attention.h and kernels_qwen35.h; this header
-// gathers them and fills the table entries every ISA shares.
+// in kernels_elementwise.h, kernels_gemm.h, kernels_attention.h, kernels_qwen35.h and
+// kernels_screen.h; this header gathers them and fills the table entries every ISA shares.
 //
 // Before including, a TU defines LOCR_CPU_NS and the tile constants LOCR_CPU_MR (GEMM rows per
 // microkernel), LOCR_CPU_JR (keys per QK^T microkernel), LOCR_CPU_PV_IR / LOCR_CPU_PV_ND (query
@@ -15,6 +15,7 @@
 #include "kernels/cpu/kernels_gemm.h"
 #include "kernels/cpu/kernels_attention.h"
 #include "kernels/cpu/kernels_qwen35.h"
+#include "kernels/cpu/kernels_screen.h"
 
 namespace locr::kernels::cpu::LOCR_CPU_NS {
 namespace {
@@ -57,6 +58,7 @@ inline KernelTable base_table(const char* isa) {
   t.attn_chunk = k_attn_chunk;
   t.attn_combine = k_attn_combine;
   t.dot_vs_fma_speed = nullptr;
+  t.screen_rows = k_screen_rows;
   return t;
 }
 

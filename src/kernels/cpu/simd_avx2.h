@@ -64,6 +64,10 @@ inline __m128i fp8_to_f16_bits(__m128i bytes) {  // the low 8 bytes
   const __m128i w = _mm_unpacklo_epi8(_mm_setzero_si128(), bytes);
   return _mm_and_si128(_mm_srai_epi16(w, 1), _mm_set1_epi16(static_cast<short>(0xbf80)));
 }
+// W signed bytes as f32 (exact).
+inline vf vload_i8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 inline vf vload_fp8_lo(const uint8_t* p) {
   return _mm256_cvtph_ps(fp8_to_f16_bits(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }

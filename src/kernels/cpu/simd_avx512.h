@@ -49,6 +49,10 @@ inline __m256i fp8_to_f16_bits(__m128i bytes) {  // 16 bytes
   const __m256i w = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
   return _mm256_and_si256(_mm256_srai_epi16(w, 1), _mm256_set1_epi16(static_cast<short>(0xbf80)));
 }
+// W signed bytes as f32 (exact).
+inline vf vload_i8(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 inline vf vload_fp8_lo(const uint8_t* p) {
   return _mm512_cvtph_ps(fp8_to_f16_bits(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }

@@ -41,6 +41,7 @@ inline vf vload_fp8_n(const uint8_t* p, int n) {
   vf r; LOCR_VLOOP r.v[i_] = i_ < n ? fp8_e4m3_to_f32(p[i_]) : 0.0f; return r;
 }
 // The value times 2^-8 (exact), as the vector paths' attention loads give it.
+inline vf vload_i8(const int8_t* p) { vf r; LOCR_VLOOP r.v[i_] = static_cast<float>(p[i_]); return r; }
 inline vf vload_fp8_lo(const uint8_t* p) { vf r; LOCR_VLOOP r.v[i_] = fp8_e4m3_to_f32(p[i_]) * 0.00390625f; return r; }
 inline vf vload_fp8_lo_n(const uint8_t* p, int n) {
   vf r; LOCR_VLOOP r.v[i_] = i_ < n ? fp8_e4m3_to_f32(p[i_]) * 0.00390625f : 0.0f; return r;

@@ -111,6 +111,10 @@ void TextDecoder::forward(float* x_data, const StepBatch& b, KvPool& kv, Workspa
   hidden(cfg_.num_hidden_layers);
 }
 
+void TextDecoder::greedy(const float* h, int64_t n, int32_t* out) const {
+  ops_.matmul_argmax(ops_.f32(h, n, cfg_.hidden_size), w_.lm_head, out);
+}
+
 void TextDecoder::logits(const float* h, int64_t n, float* out) const {
   ops_.matmul(ops_.f32(h, n, cfg_.hidden_size), w_.lm_head,
               ops_.f32(out, n, w_.lm_head.rows));

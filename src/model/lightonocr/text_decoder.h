@@ -51,6 +51,8 @@ class TextDecoder {
 
   // logits[n, vocab] for n rows of final hidden states.
   void logits(const float* h, int64_t n, float* out) const;
+  // The greedy token of each of n rows: the argmax of its logits row, bit for bit.
+  void greedy(const float* h, int64_t n, int32_t* out) const;
 
   void embed(const int32_t* ids, int64_t n, float* out) const;
 

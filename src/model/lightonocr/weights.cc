@@ -113,7 +113,11 @@ void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
     stack(L.gate_up, {&L.gate_proj, &L.up_proj});
     for (Matrix* m : {&L.o_proj, &L.down_proj}) prep(*m);
   }
-  prep(w.text.lm_head);
+  // The head also gets what makes greedy tokens cheaper (Ops::prepare_argmax), from its rows
+  // before their pages go back.
+  ops.prepare(w.text.lm_head);
+  ops.prepare_argmax(w.text.lm_head);
+  if (w.text.lm_head.packed) release(w.text.lm_head);
   if (!w.has_vision) return;
   prep(w.vision.patch_conv);
   for (auto& L : w.vision.layers) {

@@ -64,6 +64,10 @@ void Decoder::embed(const int32_t* ids, int64_t n, float* out) const {
   ops_.synchronize();
 }
 
+void Decoder::greedy(const float* h, int64_t n, int32_t* out) const {
+  ops_.matmul_argmax(ops_.f32(h, n, cfg_.hidden_size), w_.lm_head, out);
+}
+
 void Decoder::logits(const float* h, int64_t n, float* out) const {
   ops_.matmul(ops_.f32(h, n, cfg_.hidden_size), w_.lm_head, ops_.f32(out, n, w_.lm_head.rows));
 }

@@ -82,6 +82,8 @@ class Decoder {
   DType kv_dtype() const { return kv_dtype_; }
   // logits [n, vocab] of n final hidden states.
   void logits(const float* h, int64_t n, float* out) const;
+  // The greedy token of each of n rows: the argmax of its logits row, bit for bit.
+  void greedy(const float* h, int64_t n, int32_t* out) const;
 
  private:
   const TextConfig& cfg_;

@@ -80,7 +80,8 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
   Tensor x = Tensor::empty(DType::kF32, {R, H});
   std::vector<Seq> steps;
   std::vector<std::vector<int64_t>> positions(seqs.size());
-  std::vector<int64_t> sample_rows;
+  std::vector<int64_t> sample_rows, greedy_rows;
+  std::vector<size_t> greedy_seqs;
   out->logits_seq.clear();
   out->tokens.assign(seqs.size(), -1);
   out->logprobs.assign(seqs.size(), 0.0f);
@@ -93,13 +94,24 @@ void CpuExecutor::step(const std::vector<StepSeq>& seqs, StepOutput* out, const 
     model_.decoder().embed(s.ids, s.n, xr);
     write_image_rows(s, xr, H);
     steps.push_back(decoder_seq(s, &positions[k]));
-    want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
+    if (greedy_on_executor(s)) {
+      greedy_rows.push_back(row + s.n - 1);
+      greedy_seqs.push_back(k);
+    } else {
+      want_logits_rows(s, static_cast<int>(k), row, &sample_rows, out);
+    }
     row += s.n;
   }
   std::function<void(int, const float*)> on_hidden;
   if (hidden) on_hidden = [&](int i, const float* h) { hidden(i, h, R); };
   model_.decoder().forward(x.data<float>(), steps, kv_, states_, ws_, on_hidden);
   out->logits = Tensor();
+  if (!greedy_rows.empty()) {
+    const Tensor h = gather_rows(x, greedy_rows);
+    std::vector<int32_t> tokens(greedy_rows.size());
+    model_.decoder().greedy(h.data<float>(), h.dim(0), tokens.data());
+    for (size_t i = 0; i < tokens.size(); ++i) out->tokens[greedy_seqs[i]] = tokens[i];
+  }
   if (sample_rows.empty()) return;
   const Tensor h = gather_rows(x, sample_rows);
   out->logits = Tensor::empty(DType::kF32, {h.dim(0), V});

@@ -24,6 +24,9 @@ class CpuExecutor : public model::Executor {
   CpuExecutor(const Model& model, const ExecutorOptions& opts);
   const char* name() const override { return "cpu"; }
   bool supports_multi_row_logits() const override { return true; }
+  // Greedy rows only (greedy_on_executor): the head's argmax without host logits. Other device
+  // samples get host logits, which the engine samples.
+  bool supports_device_sampling() const override { return true; }
   int64_t kv_blocks() const override { return kv_.n_blocks(); }
   int block_size() const override { return kv_.block_size(); }
   int64_t kv_bytes_per_block() const override;

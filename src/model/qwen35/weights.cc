@@ -167,7 +167,11 @@ void prepare_weights(Weights& w, kernels::Ops& ops) {
     stack(L.gate_up, 0);
     prep(L.down_proj);
   }
-  prep(w.text.lm_head);
+  // The head also gets what makes greedy tokens cheaper (Ops::prepare_argmax), from its rows
+  // before their pages go back.
+  ops.prepare(w.text.lm_head);
+  ops.prepare_argmax(w.text.lm_head);
+  if (w.text.lm_head.packed) release(w.text.lm_head);
   VisionWeights& v = w.vision;
   prep(v.patch_embed.w);
   for (VisionBlockWeights& B : v.blocks)
