@@ -108,6 +108,9 @@ class Model {
   // over every layer that keeps keys and values.
   virtual DType kv_dtype() const = 0;
   virtual int64_t kv_bytes_per_block(int block_size) const = 0;
+  // Bytes the backend keeps beside the checkpoint's weights: the greedy head's screen
+  // (Ops::prepare_argmax); counted with the weights when the KV cache is sized.
+  virtual int64_t extra_weight_bytes() const { return 0; }
   // Bytes of one sequence's recurrent state (conv + DeltaNet state of every linear-attention layer;
   // held for each of max_num_seqs sequences beside the KV cache); 0 for attention-only models.
   virtual int64_t state_bytes_per_sequence() const { return 0; }

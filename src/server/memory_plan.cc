@@ -58,7 +58,7 @@ int64_t weight_bytes(const std::string& model_dir) {
 MemoryPlan plan_memory(const model::Model& m, const runtime::EngineOptions& opts, const std::string& model_dir,
                        double utilization, int64_t kv_cache_memory) {
   MemoryPlan p;
-  p.weight_bytes = weight_bytes(model_dir);
+  p.weight_bytes = weight_bytes(model_dir) + m.extra_weight_bytes();
   p.activation_bytes = m.activation_bytes(opts.max_num_batched_tokens, opts.max_num_seqs);
   p.state_bytes = m.state_bytes_per_sequence() * opts.max_num_seqs;
   if (kv_cache_memory >= 0) {

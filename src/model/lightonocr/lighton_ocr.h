@@ -84,6 +84,9 @@ class LightOnOcr : public Model {
     return KvPool::bytes_per_block(config_.text, block_size, kv_dtype());
   }
   int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const override;
+  int64_t extra_weight_bytes() const override {
+    return static_cast<int64_t>(ops().argmax_extra_bytes(weights_.text.lm_head));
+  }
   ComputeShape compute_shape() const override;
 
   ImageEncoding encode_images(const std::vector<ProcessedImage>& images) const;

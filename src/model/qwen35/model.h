@@ -72,6 +72,9 @@ class Model : public model::Model {
   // As model::activation_estimate for LightOnOCR, for a page of at most 2048 x 2048 pixels (the
   // processor's own bound, 16.7M pixels, is no bound in practice).
   int64_t activation_bytes(int64_t max_num_batched_tokens, int64_t max_num_seqs) const override;
+  int64_t extra_weight_bytes() const override {
+    return static_cast<int64_t>(ops().argmax_extra_bytes(weights_.text.lm_head));
+  }
   ComputeShape compute_shape() const override;
 
   // The patch grids of preprocessed images, in order.
