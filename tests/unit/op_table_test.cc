@@ -125,6 +125,48 @@ OP_CASE(matmul, awkward_shapes_every_weight_dtype) {
   return {got, want};
 });
 
+// The argmax of what this backend's own matmul writes (the op's contract, bit for bit), from a
+// strided x, on a head wide enough for the CPU backends' screen (kernels/cpu/greedy_screen.h) and
+// with two identical rows that are each row of x's largest (the first must win). The indices are
+// compared exactly here; the returned pair also holds them.
+OP_CASE(matmul_argmax, strided_rows_and_ties) {
+  std::vector<float> got, want;
+  for (DType dt : {DType::kBF16, DType::kF32})
+    for (int64_t M : {1, 3}) {
+      const int64_t N = 4100, K = 96, xs = K + 7;
+      Matrix w = make_matrix(dt, N, K, 13 + static_cast<uint32_t>(M), 0.05f);
+      auto x = random_vec(static_cast<size_t>(M * xs), 6, -2.0f, 2.0f);
+      for (int64_t c = 0; c < K; ++c) x[c] = std::fabs(x[c]);  // row 0 of x: positive
+      for (int64_t r : {1000, 3000})
+        for (int64_t c = 0; c < K; ++c) {
+          const float v = 0.05f;  // rows 1000 and 3000: the largest for row 0 of x
+          if (dt == DType::kF32) {
+            (*std::static_pointer_cast<std::vector<float>>(w.holder))[r * K + c] = v;
+          } else {
+            (*std::static_pointer_cast<std::vector<uint16_t>>(w.holder))[r * K + c] = f32_to_bf16(v);
+          }
+        }
+      ops.prepare(w);
+      ops.prepare_argmax(w);
+      Buf<float> xb(ops, x), yb(ops, static_cast<size_t>(M * N));
+      std::vector<int32_t> tok(static_cast<size_t>(M), -1);
+      ops.matmul_argmax(xb.view(M, K, xs), w, tok.data());
+      ops.matmul(xb.view(M, K, xs), w, yb.view(M, N));
+      const auto y = yb.host();
+      for (int64_t m = 0; m < M; ++m) {
+        const int32_t best = static_cast<int32_t>(std::max_element(y.begin() + m * N, y.begin() + (m + 1) * N) -
+                                                  (y.begin() + m * N));
+        EXPECT_EQ(tok[m], best) << dtype_name(dt) << " M=" << M << " row " << m;
+        if (m == 0) {
+          EXPECT_EQ(best, 1000);
+        }
+        got.push_back(static_cast<float>(tok[m]));
+        want.push_back(static_cast<float>(best));
+      }
+    }
+  return {got, want};
+});
+
 // x a column range of a wider buffer, y written into a column range of another (few rows: the
 // decode path; many: the blocked GEMM), the columns around y left as they were.
 OP_CASE(matmul, strided_input_and_output) {
@@ -691,6 +733,7 @@ class OpTable : public testing::TestWithParam<BackendCase> {
 #define OP_TEST(op) \
   TEST_P(OpTable, op) { run_op(#op); }
 OP_TEST(matmul)
+OP_TEST(matmul_argmax)
 OP_TEST(rms_norm)
 OP_TEST(rope)
 OP_TEST(silu_mul)
@@ -727,7 +770,7 @@ TEST(OpTableCoverage, EveryOpOfTheInterfaceHasACase) {
   for (auto it = std::sregex_iterator(body.begin(), body.end(), decl); it != std::sregex_iterator(); ++it)
     ops.insert((*it)[1]);
   EXPECT_GE(ops.size(), 12u) << "the header parse found too few ops";
-  const std::set<std::string> tested{"matmul", "rms_norm", "rope", "silu_mul", "gelu", "add", "attention",
+  const std::set<std::string> tested{"matmul", "matmul_argmax", "rms_norm", "rope", "silu_mul", "gelu", "add", "attention",
                                      "embed", "add_rms_norm", "kv_store", "paged_attention", "patch_merge",
                                      "layer_norm", "add_bias", "gelu_tanh", "sigmoid_mul", "conv1d_silu",
                                      "gated_delta_net"};
