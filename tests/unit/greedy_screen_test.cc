@@ -173,6 +173,16 @@ TEST(GreedyScreen, WithoutAScreenTheWholeHeadGivesTheSameAnswer) {
   }
 }
 
+TEST(GreedyScreen, NoScreenOfAWeightThatIsNotFinite) {
+  for (float bad : {INFINITY, -INFINITY, NAN}) {
+    auto sc = cpu::build_greedy_screen(40, 64, [&](int64_t r, float* out) {
+      for (int64_t c = 0; c < 64; ++c) out[c] = 0.01f * static_cast<float>(c - r);
+      if (r == 17) out[5] = bad;
+    });
+    EXPECT_EQ(sc, nullptr) << bad;
+  }
+}
+
 // The oracle backend has no screen: the default (the whole product, then the argmax).
 TEST(GreedyScreen, ReferenceBackendTakesTheDefault) {
   auto ops = make_ops("ref");

@@ -1,6 +1,7 @@
 #include "kernels/cpu/greedy_screen.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,7 @@ std::shared_ptr<GreedyScreen> build_greedy_screen(int64_t n, int64_t k,
   sc->q = static_cast<int8_t*>(aligned_bytes(static_cast<size_t>(sc->groups * k * kScreenRows)));
   sc->dc = static_cast<uint16_t*>(aligned_bytes(static_cast<size_t>(sc->groups * nb * 2 * kScreenRows) * 2));
   const double gamma = 2.05 * static_cast<double>(k + 64) * std::ldexp(1.0, -24);
+  std::atomic<bool> finite{true};  // a weight that is not finite: no screen (the full product then)
   ThreadPool::global().parallel_for(sc->groups, 1, [&](int64_t g0, int64_t g1, int) {
     std::vector<float> w(static_cast<size_t>(k));
     for (int64_t g = g0; g < g1; ++g) {
@@ -60,7 +62,15 @@ std::shared_ptr<GreedyScreen> build_greedy_screen(int64_t n, int64_t k,
         for (int64_t b = 0; b < nb; ++b) {
           const float* wb = w.data() + b * kScreenBlock;
           double amax = 0;
-          for (int i = 0; i < kScreenBlock; ++i) amax = std::max(amax, std::fabs(static_cast<double>(wb[i])));
+          bool ok = true;
+          for (int i = 0; i < kScreenBlock; ++i) {
+            ok = ok && std::fabs(wb[i]) <= 1e30f;  // false for inf and NaN
+            amax = std::max(amax, std::fabs(static_cast<double>(wb[i])));
+          }
+          if (!ok) {  // the bounds below would not hold
+            finite = false;
+            amax = 0;
+          }
           uint16_t d16 = 0;
           double d = 0, err = 0;
           if (amax > 0) {
@@ -69,7 +79,8 @@ std::shared_ptr<GreedyScreen> build_greedy_screen(int64_t n, int64_t k,
           }
           for (int i = 0; i < kScreenBlock; ++i) {
             int qi = 0;
-            if (d > 0) qi = static_cast<int>(std::clamp(std::nearbyint(static_cast<double>(wb[i]) / d), -127.0, 127.0));
+            if (d > 0 && std::isfinite(wb[i]))
+              qi = static_cast<int>(std::clamp(std::nearbyint(static_cast<double>(wb[i]) / d), -127.0, 127.0));
             q[(b * kScreenBlock + i) * kScreenRows + c] = static_cast<int8_t>(qi);
             err = std::max(err, std::fabs(static_cast<double>(wb[i]) - d * qi));
           }
@@ -80,7 +91,7 @@ std::shared_ptr<GreedyScreen> build_greedy_screen(int64_t n, int64_t k,
       }
     }
   });
-  return sc;
+  return finite ? sc : nullptr;
 }
 
 bool screen_inputs(const float* x, int64_t ldx, int64_t m, int64_t k, bool round_bf16, float* h, float* l1) {

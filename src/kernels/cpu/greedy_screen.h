@@ -40,8 +40,8 @@ struct GreedyScreen {
 };
 
 // The screen of an n x k weight whose row r, as the exact GEMM multiplies it (f32 values), `row`
-// writes to its second argument. Null when k is not a multiple of kScreenBlock. Rows are read
-// from several threads.
+// writes to its second argument. Null when k is not a multiple of kScreenBlock or a weight is not
+// finite (or above 1e30). Rows are read from several threads.
 std::shared_ptr<GreedyScreen> build_greedy_screen(int64_t n, int64_t k,
                                                   const std::function<void(int64_t, float*)>& row);
 
