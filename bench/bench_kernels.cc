@@ -40,8 +40,9 @@ std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
 }
 
 // A prepared BF16 weight; the unpacked original is dropped once packed (matmul reads only the
-// packed copy), so benchmarks hold one copy of the weights, as the engine would.
-Matrix prepared_weight(Ops& ops, int64_t n, int64_t k, uint32_t seed) {
+// packed copy), so benchmarks hold one copy of the weights, as the engine would. `argmax`: also
+// Ops::prepare_argmax (the greedy head's screen), as the engine does for the head.
+Matrix prepared_weight(Ops& ops, int64_t n, int64_t k, uint32_t seed, bool argmax = false) {
   auto buf = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n * k));
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-0.05f, 0.05f);
@@ -53,6 +54,7 @@ Matrix prepared_weight(Ops& ops, int64_t n, int64_t k, uint32_t seed) {
   w.data = buf->data();
   w.holder = buf;
   ops.prepare(w);
+  if (argmax) ops.prepare_argmax(w);
   if (w.packed) {
     w.holder.reset();
     w.data = nullptr;
@@ -131,25 +133,7 @@ void BM_GreedyHead(benchmark::State& st, std::string backend, int64_t M, int64_t
   const double bytes = 2.0 * N * K;
   const int copies = static_cast<int>(std::max(1.0, std::ceil(768e6 / bytes)));
   std::vector<Matrix> ws;
-  for (int c = 0; c < copies; ++c) {
-    auto buf = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(N * K));
-    std::mt19937 rng(10 + c);
-    std::uniform_real_distribution<float> d(-0.05f, 0.05f);
-    for (auto& x : *buf) x = locr::f32_to_bf16(d(rng));
-    Matrix w;
-    w.dtype = locr::DType::kBF16;
-    w.rows = N;
-    w.cols = K;
-    w.data = buf->data();
-    w.holder = buf;
-    ops->prepare(w);
-    ops->prepare_argmax(w);
-    if (w.packed) {
-      w.holder.reset();
-      w.data = nullptr;
-    }
-    ws.push_back(std::move(w));
-  }
+  for (int c = 0; c < copies; ++c) ws.push_back(prepared_weight(*ops, N, K, 10 + c, /*argmax=*/true));
   const auto x = random_vec(static_cast<size_t>(M * K), 3);
   std::vector<int32_t> tokens(static_cast<size_t>(M));
   const CpuClock clock;

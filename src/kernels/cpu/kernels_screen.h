@@ -24,14 +24,8 @@ inline void screen_group(const ScreenArgs& a, int64_t g, int64_t m0) {
   }
   for (int64_t b = 0; b < nb; ++b) {
     const int8_t* qb = q + b * kScreenBlock * kScreenRows;
-    __builtin_prefetch(qb + 8192, 0, 3);  // the next groups' rows, ~8 KB ahead (as the GEMV)
-    __builtin_prefetch(qb + 8192 + 64, 0, 3);
-    __builtin_prefetch(qb + 8192 + 128, 0, 3);
-    __builtin_prefetch(qb + 8192 + 192, 0, 3);
-    __builtin_prefetch(qb + 8192 + 256, 0, 3);
-    __builtin_prefetch(qb + 8192 + 320, 0, 3);
-    __builtin_prefetch(qb + 8192 + 384, 0, 3);
-    __builtin_prefetch(qb + 8192 + 448, 0, 3);
+    // The next groups' rows, ~8 KB ahead (as the GEMV): as many lines as this block has.
+    for (int l = 0; l < kScreenBlock * kScreenRows / 64; ++l) __builtin_prefetch(qb + 8192 + 64 * l, 0, 3);
     vf acc[MB][kScreenV];
     LOCR_UNROLL for (int m = 0; m < MB; ++m) LOCR_UNROLL for (int v = 0; v < kScreenV; ++v) acc[m][v] = vzero();
     for (int kk = 0; kk < kScreenBlock; ++kk) {
