@@ -10,12 +10,28 @@ namespace {
 
 // GEMM: f32 FMA microkernel over a K-major B panel (f32, or bf16 upconverted exactly).
 
+// One k step of a panel (kNR = 2W columns) as two vectors. BF16 panels come as pairs (vload_bf16_pairs:
+// even columns, odd columns; a shift and a mask instead of two widening loads), which
+// in_column_order puts back before the store. Each column is still one FMA chain over k in
+// order, so the bits do not change.
+static_assert(kNV == 2, "a panel's k step is one pair load");
 template <typename BT>
-inline vf load_b(const BT* p);
+inline void load_b_step(const BT* p, vf (&bv)[kNV]);
 template <>
-inline vf load_b<float>(const float* p) { return vload(p); }
+inline void load_b_step<float>(const float* p, vf (&bv)[kNV]) {
+  bv[0] = vload(p);
+  bv[1] = vload(p + W);
+}
 template <>
-inline vf load_b<uint16_t>(const uint16_t* p) { return vload_bf16(p); }
+inline void load_b_step<uint16_t>(const uint16_t* p, vf (&bv)[kNV]) {
+  vload_bf16_pairs(p, bv[0], bv[1]);
+}
+template <typename BT, int M>
+inline void in_column_order(vf (&acc)[M][kNV]) {
+  if constexpr (std::is_same_v<BT, uint16_t>) {
+    LOCR_UNROLL for (int r = 0; r < M; ++r) vinterleave(acc[r][0], acc[r][1], acc[r][0], acc[r][1]);
+  }
+}
 
 template <int M>
 inline void store_c(vf (&acc)[M][kNV], float* c, int64_t ldc, int n, bool accumulate) {
@@ -43,12 +59,13 @@ void ukernel_f32(int64_t kc, const float* a, const BT* b, float* c, int64_t ldc,
     if constexpr (W == 16) {
       LOCR_UNROLL for (int v = 0; v < kNV; ++v) __builtin_prefetch(b + (k + 16) * kNR + v * W, 0, 3);
     }
-    LOCR_UNROLL for (int v = 0; v < kNV; ++v) bv[v] = load_b<BT>(b + k * kNR + v * W);
+    load_b_step<BT>(b + k * kNR, bv);
     LOCR_UNROLL for (int r = 0; r < M; ++r) {
       const vf av = vset1(a[k * kMR + r]);
       LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[r][v] = vfma(av, bv[v], acc[r][v]);
     }
   }
+  in_column_order<BT, M>(acc);
   store_c<M>(acc, c, ldc, n, accumulate);
 }
 
@@ -82,7 +99,7 @@ void ukernel_gemv(int64_t kc, const float* a, const BT* b, int64_t b_stride, flo
     LOCR_UNROLL for (int u = 0; u < kU; ++u) {
       LOCR_UNROLL for (int p = 0; p < P; ++p) {
         vf bv[kNV];
-        LOCR_UNROLL for (int v = 0; v < kNV; ++v) bv[v] = load_b<BT>(b + p * b_stride + (k + u) * kNR + v * W);
+        load_b_step<BT>(b + p * b_stride + (k + u) * kNR, bv);
         LOCR_UNROLL for (int r = 0; r < M; ++r) {
           const vf av = vset1(a[(k + u) * kMR + r]);
           LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[p][r][v] = vfma(av, bv[v], acc[p][r][v]);
@@ -93,14 +110,17 @@ void ukernel_gemv(int64_t kc, const float* a, const BT* b, int64_t b_stride, flo
   for (; k < kc; ++k) {
     LOCR_UNROLL for (int p = 0; p < P; ++p) {
       vf bv[kNV];
-      LOCR_UNROLL for (int v = 0; v < kNV; ++v) bv[v] = load_b<BT>(b + p * b_stride + k * kNR + v * W);
+      load_b_step<BT>(b + p * b_stride + k * kNR, bv);
       LOCR_UNROLL for (int r = 0; r < M; ++r) {
         const vf av = vset1(a[k * kMR + r]);
         LOCR_UNROLL for (int v = 0; v < kNV; ++v) acc[p][r][v] = vfma(av, bv[v], acc[p][r][v]);
       }
     }
   }
-  LOCR_UNROLL for (int p = 0; p < P; ++p) store_c<M>(acc[p], c + p * kNR, ldc, p == P - 1 ? n_last : kNR, accumulate);
+  LOCR_UNROLL for (int p = 0; p < P; ++p) {
+    in_column_order<BT, M>(acc[p]);
+    store_c<M>(acc[p], c + p * kNR, ldc, p == P - 1 ? n_last : kNR, accumulate);
+  }
 }
 
 // np panels (b_stride elements apart) with M rows, P at a time; n_last: columns of the last one.

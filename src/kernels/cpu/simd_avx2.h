@@ -141,6 +141,19 @@ inline void vtranspose(vf (&r)[W]) {
     r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
   }
 }
+// 2W BF16 values as W pairs: even = p[0], p[2], ..., odd = p[1], p[3], ... (a shift and a mask of
+// the 32-bit lanes: half the instructions of two vload_bf16).
+inline void vload_bf16_pairs(const uint16_t* p, vf& even, vf& odd) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+  odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+// The inverse: lo = even[0], odd[0], even[1], ..., hi = even[W/2], odd[W/2], ...
+inline void vinterleave(vf even, vf odd, vf& lo, vf& hi) {
+  const vf l = _mm256_unpacklo_ps(even, odd), h = _mm256_unpackhi_ps(even, odd);
+  lo = _mm256_permute2f128_ps(l, h, 0x20);
+  hi = _mm256_permute2f128_ps(l, h, 0x31);
+}
 inline vf vround_bf16(vf a) {
   __m256i u = _mm256_castps_si256(a);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));

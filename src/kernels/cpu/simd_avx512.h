@@ -121,6 +121,18 @@ inline void vtranspose(vf (&r)[W]) {
   vtranspose_epi32(x);
   for (int i = 0; i < 16; ++i) r[i] = _mm512_castsi512_ps(x[i]);
 }
+// 2W BF16 values as W pairs: even = p[0], p[2], ..., odd = p[1], p[3], ... (a shift and a mask of
+// the 32-bit lanes: half the instructions of two vload_bf16).
+inline void vload_bf16_pairs(const uint16_t* p, vf& even, vf& odd) {
+  const __m512i x = _mm512_loadu_si512(p);
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+// The inverse: lo = even[0], odd[0], even[1], ..., hi = even[W/2], odd[W/2], ...
+inline void vinterleave(vf even, vf odd, vf& lo, vf& hi) {
+  lo = _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd);
+  hi = _mm512_permutex2var_ps(even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd);
+}
 // Round each lane to the nearest bf16 value (ties to even), kept as f32. NaN inputs are not used.
 inline vf vround_bf16(vf a) {
   __m512i u = _mm512_castps_si512(a);

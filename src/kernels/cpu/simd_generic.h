@@ -75,6 +75,22 @@ inline void vtranspose(vf (&r)[W]) {
   for (int i = 0; i < W; ++i)
     for (int j = i + 1; j < W; ++j) std::swap(r[i].v[j], r[j].v[i]);
 }
+// 2W BF16 values as W pairs: even = p[0], p[2], ..., odd = p[1], p[3], ...; and the inverse.
+inline void vload_bf16_pairs(const uint16_t* p, vf& even, vf& odd) {
+  LOCR_VLOOP {
+    even.v[i_] = bf16_to_f32(p[2 * i_]);
+    odd.v[i_] = bf16_to_f32(p[2 * i_ + 1]);
+  }
+}
+inline void vinterleave(vf even, vf odd, vf& lo, vf& hi) {
+  vf t[2];
+  LOCR_VLOOP {
+    t[(2 * i_) / W].v[(2 * i_) % W] = even.v[i_];
+    t[(2 * i_ + 1) / W].v[(2 * i_ + 1) % W] = odd.v[i_];
+  }
+  lo = t[0];
+  hi = t[1];
+}
 inline vf vround_bf16(vf a) { vf r; LOCR_VLOOP r.v[i_] = bf16_to_f32(f32_to_bf16(a.v[i_])); return r; }
 #undef LOCR_VLOOP
 
