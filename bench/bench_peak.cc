@@ -19,6 +19,8 @@ namespace locr::bench {
 float peak_loop_dpbf16(int64_t iters);
 float peak_loop_fma512(int64_t iters);
 float peak_loop_fma256(int64_t iters);
+uint64_t stream_sum512(const uint64_t* p, size_t b, size_t e);
+uint64_t stream_sum256(const uint64_t* p, size_t b, size_t e);
 }  // namespace locr::bench
 
 namespace {
@@ -75,9 +77,11 @@ void BM_PeakFma256(benchmark::State& st) {
   run_peak<locr::bench::peak_loop_fma256>(st, 12 * 16);  // 12 instructions x 16 FLOP
 }
 
-// Each thread sums its share of a 1 GiB buffer with 8 independent 64-bit chains (plain loads: no
-// ISA needed, and far from the core's load limit at DRAM rates). Small: the C library's 4 KiB
-// pages; huge: core/heap.h's buffer on transparent huge pages, as locr's packed weights are.
+// Each thread sums its share of a 1 GiB buffer in the widest loads the CPU has (64 bytes with
+// AVX-512, 32 with AVX2), four independent chains. The width matters: on an Emerald Rapids core
+// 16-byte loads read 8.8 GB/s, 32-byte 14.1 and 64-byte 15.4 (docs/benchmarks.md), as the loads in
+// flight, not the bytes, are what a core can have outstanding. Small: the C library's 4 KiB pages;
+// huge: core/heap.h's buffer on transparent huge pages, as locr's packed weights are.
 void stream_read(benchmark::State& st, const uint64_t* buf, size_t words) {
   const int threads = static_cast<int>(st.range(0));
   std::vector<uint64_t> sink(threads);
@@ -85,11 +89,17 @@ void stream_read(benchmark::State& st, const uint64_t* buf, size_t words) {
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t)
       ts.emplace_back([&, t] {
-        const size_t b = words / threads * t, e = t + 1 == threads ? words : words / threads * (t + 1);
-        uint64_t a[8] = {};
-        for (size_t i = b; i + 8 <= e; i += 8)
-          for (int j = 0; j < 8; ++j) a[j] += buf[i + j];
-        sink[t] += a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+        const size_t share = words / threads / 32 * 32, b = share * t, e = t + 1 == threads ? words / 32 * 32 : b + share;
+        if (__builtin_cpu_supports("avx512f")) {
+          sink[t] += locr::bench::stream_sum512(buf, b, e);
+        } else if (__builtin_cpu_supports("avx2")) {
+          sink[t] += locr::bench::stream_sum256(buf, b, e);
+        } else {
+          uint64_t a[8] = {};
+          for (size_t i = b; i < e; i += 8)
+            for (int j = 0; j < 8; ++j) a[j] += buf[i + j];
+          sink[t] += a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+        }
       });
     for (auto& t : ts) t.join();
   }

@@ -26,4 +26,17 @@ float peak_loop_fma256(int64_t iters) {
   return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 }
 
+// The sum of words [b, e) (b and e multiples of 32) in 32-byte loads, four independent chains.
+uint64_t stream_sum256(const uint64_t* p, size_t b, size_t e) {
+  __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (size_t i = b; i < e; i += 32) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+      a[j % 4] = _mm256_add_epi64(a[j % 4], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4 * j)));
+  }
+  alignas(32) uint64_t v[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), _mm256_add_epi64(_mm256_add_epi64(a[0], a[1]), _mm256_add_epi64(a[2], a[3])));
+  return v[0] + v[1] + v[2] + v[3];
+}
+
 }  // namespace locr::bench

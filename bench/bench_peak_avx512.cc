@@ -42,4 +42,16 @@ float peak_loop_fma512(int64_t iters) {
   return _mm512_reduce_add_ps(s);
 }
 
+// The sum of words [b, e) (b and e multiples of 32) in 64-byte loads, four independent chains.
+uint64_t stream_sum512(const uint64_t* p, size_t b, size_t e) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = b; i < e; i += 32) {
+    a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 8));
+    a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 16));
+    a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 24));
+  }
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+}
+
 }  // namespace locr::bench
