@@ -9,8 +9,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,8 +20,8 @@
 #include <time.h>
 
 #include "core/dtype.h"
-#include "core/heap.h"
 #include "core/fp8.h"
+#include "core/heap.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/quant_q4_k.h"
 #include "kernels/cpu/quant_q6_k.h"

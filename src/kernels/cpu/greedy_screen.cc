@@ -79,8 +79,7 @@ std::shared_ptr<GreedyScreen> build_greedy_screen(int64_t n, int64_t k,
           }
           for (int i = 0; i < kScreenBlock; ++i) {
             int qi = 0;
-            if (d > 0 && std::isfinite(wb[i]))
-              qi = static_cast<int>(std::clamp(std::nearbyint(static_cast<double>(wb[i]) / d), -127.0, 127.0));
+            if (d > 0) qi = static_cast<int>(std::clamp(std::nearbyint(static_cast<double>(wb[i]) / d), -127.0, 127.0));
             q[(b * kScreenBlock + i) * kScreenRows + c] = static_cast<int8_t>(qi);
             err = std::max(err, std::fabs(static_cast<double>(wb[i]) - d * qi));
           }
