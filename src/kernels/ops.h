@@ -228,6 +228,8 @@ class Ops {
   // p.n_q, q_stride, kv_stride, out_stride and kv_dtype are taken from the views.
   void attention(const View& q, const View& k, const View& v, const View& out, const AttentionParams& p);
   // out[i, :] = table[ids[i], :] as f32; ids [1, n] I32 (this backend's memory), out [n, cols].
+  // A backend may read the rows from table.packed, its prepared copy of the same weight (a tied
+  // head's, which the model shares with the table), where that copy holds them exactly.
   void embed(const Matrix& table, const View& ids, const View& out);
   // x += delta; y = rms_norm(x) * w (one group per row; x, delta, y contiguous [rows, dim]).
   void add_rms_norm(const View& x, const View& delta, const Matrix& w, float eps, const View& y);

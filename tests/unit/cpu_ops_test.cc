@@ -529,6 +529,34 @@ TEST_P(CpuOpsTest, Embed) {
   }
 }
 
+// A table whose prepared copy the model shares (a tied head): rows come from the panels where they
+// hold them exactly, so the checkpoint's pages are not read. The table's data is swapped for
+// zeros after prepare: the rows still come out where the panels are exact (f32 panels, or bf16
+// panels of a BF16 table), and the data's zeros where they are not.
+TEST_P(CpuOpsTest, EmbedFromTheHeadsPreparedCopy) {
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (int64_t dim : {1, 17, 64, 130}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(dt) << " dim " << dim);
+      const int64_t rows = 50;
+      Matrix t = make_matrix(dt, rows, dim, 62);
+      Matrix head = t;
+      ops_->prepare(head);
+      ASSERT_NE(head.packed, nullptr);
+      std::vector<char> zeros(static_cast<size_t>(rows * dim) * dtype_size(dt), 0);
+      Matrix shared = t;
+      shared.data = zeros.data();
+      shared.packed = head.packed;
+      const std::vector<int32_t> ids = {0, 49, 31, 32, 3, 3, 17};
+      const int64_t n = static_cast<int64_t>(ids.size());
+      std::vector<float> o(ids.size() * dim, -1.0f), want(ids.size() * dim, 0.0f);
+      ops_->embed(shared, hv_i32(ids), hv(o, n, dim));
+      const bool exact = !bf16() || dt == DType::kBF16;
+      if (exact) ref_->embed(t, hv_i32(ids), hv(want, n, dim));
+      EXPECT_EQ(o, want) << (exact ? "rows from the panels" : "rows from the table's data");
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, CpuOpsTest, testing::ValuesIn(all_backends()), backend_name);
 
 // ---------------------------------------------------------------------------------------------

@@ -142,6 +142,35 @@ std::shared_ptr<void> pack_rows(const std::vector<const Matrix*>& parts, BFormat
 
 std::shared_ptr<void> pack_weight(const Matrix& w, BFormat fmt, int nr) { return pack_rows({&w}, fmt, nr); }
 
+// Whether the panels hold the rows of a `dtype` weight exactly: f32 panels do (F16 and BF16 widen
+// exactly), bf16 panels only of a BF16 weight (F32 and F16 rows were rounded into them).
+bool panels_hold_rows_exactly(const PackedWeight& pw, DType dtype) {
+  return pw.fmt == BFormat::kKMajorF32 || dtype == DType::kBF16;
+}
+
+// Row n of the packed weight as f32: column n % nr of panel n / nr, read back along k.
+void unpack_row(const PackedWeight& pw, int64_t n, float* out) {
+  const int64_t nr = pw.nr, K = pw.k, c = n % nr;
+  const int64_t panel = n / nr * pw.k_pad * nr;
+  switch (pw.fmt) {
+    case BFormat::kKMajorF32: {
+      const float* s = static_cast<const float*>(pw.data) + panel + c;
+      for (int64_t k = 0; k < K; ++k) out[k] = s[k * nr];
+      break;
+    }
+    case BFormat::kKMajorBf16: {
+      const uint16_t* s = static_cast<const uint16_t*>(pw.data) + panel + c;
+      for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(s[k * nr]);
+      break;
+    }
+    case BFormat::kPairsBf16: {
+      const uint16_t* s = static_cast<const uint16_t*>(pw.data) + panel + 2 * c;
+      for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(s[(k / 2) * 2 * nr + (k & 1)]);
+      break;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 bool attention_dot_allowed();  // LOCR_CPU_ATTN_DOT=0: no attention tiles on vdpbf16ps
@@ -650,9 +679,20 @@ class CpuOps final : public Ops {
     float* out = outv.f32();
     for (int64_t i = 0; i < n; ++i)
       LOCR_CHECK(ids[i] >= 0 && ids[i] < table.rows, "token id ", ids[i], " outside the embedding table");
+    // A table this backend has packed (a tied head's copy, shared by the model at load) is read
+    // from its panels where they hold it exactly: the checkpoint's pages of it went back to the
+    // kernel, and gathering from them would fault rows in from disk, a second copy over time.
+    const PackedWeight* pw = own_packed(table);
+    if (pw != nullptr && !panels_hold_rows_exactly(*pw, table.dtype)) pw = nullptr;
     ThreadPool::global().parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(dim, 1)),
                                       [&](int64_t b, int64_t e, int) {
-                                        for (int64_t i = b; i < e; ++i) convert_row(table, ids[i], out + i * ld);
+                                        for (int64_t i = b; i < e; ++i) {
+                                          if (pw != nullptr) {
+                                            unpack_row(*pw, ids[i], out + i * ld);
+                                          } else {
+                                            convert_row(table, ids[i], out + i * ld);
+                                          }
+                                        }
                                       });
   }
 

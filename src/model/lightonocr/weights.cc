@@ -91,8 +91,8 @@ ModelWeights load_weights(const io::SafetensorsSet& st, const ModelConfig& cfg) 
 // the backend fuses them), the rest packed one by one (the embedding table is only gathered from;
 // the LM head is packed even when it shares the embedding's storage).
 // Once a weight is packed, the backend never reads the checkpoint's pages of it again: hand them
-// back to the kernel so resident memory holds one copy of the weights, not two. (The embedding
-// table is gathered from row by row; its pages come back on demand.)
+// back to the kernel so resident memory holds one copy of the weights, not two. (An untied
+// embedding table is gathered from row by row; its pages come back on demand.)
 void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
   auto release = [](const Matrix& m) {
     if (m.data) io::release_pages(m.data, static_cast<size_t>(dtype_row_bytes(m.dtype, m.cols) * m.rows));
@@ -114,10 +114,14 @@ void prepare_weights(ModelWeights& w, kernels::Ops& ops) {
     for (Matrix* m : {&L.o_proj, &L.down_proj}) prep(*m);
   }
   // The head also gets what makes greedy tokens cheaper (Ops::prepare_argmax), from its rows
-  // before their pages go back.
+  // before their pages go back. A tied table then gathers from the head's prepared copy where the
+  // backend can (Ops::embed), not from the pages just given back.
+  const Matrix& table = w.text.embed_tokens;
+  const bool tied = w.text.lm_head.data == table.data && w.text.lm_head.dtype == table.dtype;
   ops.prepare(w.text.lm_head);
   ops.prepare_argmax(w.text.lm_head);
   if (w.text.lm_head.packed) release(w.text.lm_head);
+  if (tied) w.text.embed_tokens.packed = w.text.lm_head.packed;
   if (!w.has_vision) return;
   prep(w.vision.patch_conv);
   for (auto& L : w.vision.layers) {

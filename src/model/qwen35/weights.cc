@@ -168,10 +168,14 @@ void prepare_weights(Weights& w, kernels::Ops& ops) {
     prep(L.down_proj);
   }
   // The head also gets what makes greedy tokens cheaper (Ops::prepare_argmax), from its rows
-  // before their pages go back.
+  // before their pages go back. A tied table then gathers from the head's prepared copy where the
+  // backend can (Ops::embed), not from the pages just given back.
+  const Matrix& table = w.text.embed_tokens;
+  const bool tied = w.text.lm_head.data == table.data && w.text.lm_head.dtype == table.dtype;
   ops.prepare(w.text.lm_head);
   ops.prepare_argmax(w.text.lm_head);
   if (w.text.lm_head.packed) release(w.text.lm_head);
+  if (tied) w.text.embed_tokens.packed = w.text.lm_head.packed;
   VisionWeights& v = w.vision;
   prep(v.patch_embed.w);
   for (VisionBlockWeights& B : v.blocks)
