@@ -343,6 +343,26 @@ TEST_P(Qwen35OpsTest, GeluTanhAndSigmoidMul) {
   for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], xr[i], 4e-6 * std::fabs(xr[i]) + 1e-12) << i;
 }
 
+// A backend may keep its own layout of a conv kernel between calls (the CPU one does, keyed by the
+// weight's storage). Weights of one shape made and freed one after another (the allocator hands
+// the same address back), and one with no holder, each give the oracle's result.
+TEST_P(Qwen35OpsTest, Conv1dSiluAfterItsWeightIsFreedAndAnotherMade) {
+  const int64_t C = 48, K = 4, sw = (K - 1) * C;
+  const Batch b({{1, 0, false}});
+  const auto x = random_vec(C, 21, -2.0f, 2.0f);
+  const auto s0 = random_vec(sw, 22, -2.0f, 2.0f);
+  for (uint32_t seed = 30; seed < 34; ++seed) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    Matrix w = make_matrix(DType::kBF16, C, K, seed, 0.7f);
+    std::shared_ptr<void> storage;
+    if (seed == 33) std::swap(storage, w.holder);  // data without a holder, kept alive here
+    std::vector<float> state = s0, state_r = s0, out(C, NAN), out_r(C, NAN);
+    ops_->conv1d_silu(hv(x, 1, C), w, hv(state, 1, sw), b.b, hv(out, 1, C));
+    ref_->conv1d_silu(hv(x, 1, C), w, hv(state_r, 1, sw), b.b, hv(out_r, 1, C));
+    for (int64_t i = 0; i < C; ++i) ASSERT_NEAR(out[i], out_r[i], 1e-6 * (1 + std::fabs(out_r[i]))) << i;
+  }
+}
+
 // The conv of a batch: sequences of several lengths in slots out of order, fresh and carried, x a
 // column range of a wider buffer (the qkv projection), against the oracle and the transcription.
 TEST_P(Qwen35OpsTest, Conv1dSiluBatch) {
