@@ -354,6 +354,21 @@ TEST_P(CpuOpsTest, AttentionBf16Kv) {
   check_attention(45, 45, 4, 2, 128, true, 0, 0, 0, DType::kBF16);
 }
 
+// Decode over key chunks longer than one block of the register paths (128 keys, rows looked up a
+// block at a time, prefetched 16 keys ahead across the block's end): 2 threads split 1,500 keys
+// into chunks of 188. GQA groups of 1 and 2 at head_dim 128 (8 AVX-512 vectors) and 64 (8 AVX2
+// vectors), a group of 4 (the loops that load the queries per key), paged and not, BF16 and FP8.
+TEST_P(CpuOpsTest, AttentionDecodeLongChunks) {
+  ThreadPool pool(2);
+  ThreadPool::ScopedUse use(&pool);
+  for (DType dt : {DType::kBF16, DType::kF8E4M3, DType::kF32}) {
+    check_attention(1, 1500, 4, 2, 128, true, 1499, 0, 16, dt);
+    check_attention(1, 1500, 2, 2, 128, true, 1499, 1, 0, dt);
+    check_attention(2, 1500, 4, 2, 64, true, 1498, 0, 16, dt);
+    check_attention(1, 1500, 8, 2, 128, true, 1499, 0, 32, dt);
+  }
+}
+
 // An FP8 E4M3 KV cache (--kv-cache-dtype fp8) with a scale per row and kv head, against the oracle
 // reading the same codes and scales: decode (the register paths at head_dim 64 / 128 and the
 // generic loops with masked tails at odd head dims), several blocks, GQA, chunked prefill.

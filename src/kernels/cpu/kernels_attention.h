@@ -392,6 +392,85 @@ void narrow_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, fl
   }
 }
 
+// The same two passes one kv head at a time, for GQA groups of G query heads small enough that
+// the group's queries (scores) or outputs (values) stay in registers over the keys instead of
+// being loaded (and stored) once per key. Keys go in blocks of kHeldKeys whose pool rows are
+// looked up once. Each score and output element is computed exactly as above, in the same order.
+constexpr int64_t kHeldAhead = 16, kHeldKeys = 128;
+
+// Pool rows of keys [jb, min(j1, jb + kHeldKeys + kHeldAhead)); returns how many.
+inline int64_t held_rows(const AttnArgs& a, int64_t jb, int64_t j1, int64_t* rows) {
+  const int64_t n = min64(j1 - jb, kHeldKeys + kHeldAhead);
+  for (int64_t t = 0; t < n; ++t) rows[t] = kv_row(a, jb + t);
+  return n;
+}
+
+template <class T, int NV>
+inline void prefetch_held(const T* p) {
+  LOCR_UNROLL for (int l = 0; l < NV * W * static_cast<int>(sizeof(T)); l += 64)
+    __builtin_prefetch(reinterpret_cast<const char*>(p) + l, 0, 3);
+}
+
+template <class T, int NV, int G>
+void held_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  const int64_t hd = NV * W, jn = j1 - j0;
+  const auto* kn = reinterpret_cast<const T*>(a.k);
+  int64_t rows[kHeldKeys + kHeldAhead];
+  for (int64_t jb = j0; jb < j1; jb += kHeldKeys) {
+    const int64_t nr = held_rows(a, jb, j1, rows), nb = min64(kHeldKeys, j1 - jb);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      vf q[G][NV];
+      LOCR_UNROLL for (int g = 0; g < G; ++g)
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) q[g][v] = vload(qi + (kh * G + g) * hd + v * W);
+      const T* base = kn + kh * a.kv_head_stride;
+      for (int64_t t = 0; t < nb; ++t) {
+        if (t + kHeldAhead < nr) prefetch_held<T, NV>(base + rows[t + kHeldAhead] * a.kv_stride);
+        const T* kr = base + rows[t] * a.kv_stride;
+        vf kv[NV];
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) kv[v] = vload_kv(kr + v * W);
+        const float f = key_factor<T>(a, rows[t], kh);
+        LOCR_UNROLL for (int g = 0; g < G; ++g) {
+          vf acc0 = vmul(q[g][0], kv[0]);
+          vf acc1 = vmul(q[g][1], kv[1]);
+          LOCR_UNROLL for (int v = 2; v < NV; v += 2) {
+            acc0 = vfma(q[g][v], kv[v], acc0);
+            acc1 = vfma(q[g][v + 1], kv[v + 1], acc1);
+          }
+          s[(kh * G + g) * jn + (jb + t - j0)] = vhsum(vadd(acc0, acc1)) * f;
+        }
+      }
+    }
+  }
+}
+
+template <class T, int NV, int G>
+void held_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  const int64_t hd = NV * W, jn = j1 - j0;
+  const auto* vn = reinterpret_cast<const T*>(a.v);
+  int64_t rows[kHeldKeys + kHeldAhead];
+  for (int64_t jb = j0; jb < j1; jb += kHeldKeys) {
+    const int64_t nr = held_rows(a, jb, j1, rows), nb = min64(kHeldKeys, j1 - jb);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      vf acc[G][NV];
+      LOCR_UNROLL for (int g = 0; g < G; ++g)
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) acc[g][v] = vload(o + (kh * G + g) * hd + v * W);
+      const T* base = vn + kh * a.kv_head_stride;
+      for (int64_t t = 0; t < nb; ++t) {
+        if (t + kHeldAhead < nr) prefetch_held<T, NV>(base + rows[t + kHeldAhead] * a.kv_stride);
+        const T* vr = base + rows[t] * a.kv_stride;
+        vf vv[NV];
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) vv[v] = vload_kv(vr + v * W);
+        LOCR_UNROLL for (int g = 0; g < G; ++g) {
+          const vf p = vset1(value_factor<T>(a, rows[t], kh, s[(kh * G + g) * jn + (jb + t - j0)]));
+          LOCR_UNROLL for (int v = 0; v < NV; ++v) acc[g][v] = vfma(p, vv[v], acc[g][v]);
+        }
+      }
+      LOCR_UNROLL for (int g = 0; g < G; ++g)
+        LOCR_UNROLL for (int v = 0; v < NV; ++v) vstore(o + (kh * G + g) * hd + v * W, acc[g][v]);
+    }
+  }
+}
+
 // FP8 keys/values of other head dims (up to kFp8WidenMax): each key (value) head is widened once
 // into an f32 buffer on the stack and used by every query head of its GQA group, so the
 // conversion is paid once per kv head, not once per query head.
@@ -454,6 +533,9 @@ template <class T>
 void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
   const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
   if constexpr (!std::is_same_v<T, float>) {
+    const int64_t group = a.n_heads / a.n_kv_heads;
+    if (nv == 8 && group == 2) return held_scores<T, 8, 2>(a, qi, j0, j1, s);
+    if (nv == 8 && group == 1) return held_scores<T, 8, 1>(a, qi, j0, j1, s);
     if (nv == 8) return narrow_scores<T, 8>(a, qi, j0, j1, s);
     if (nv == 4) return narrow_scores<T, 4>(a, qi, j0, j1, s);
   }
@@ -465,6 +547,9 @@ template <class T>
 void kv_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
   const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
   if constexpr (!std::is_same_v<T, float>) {
+    const int64_t group = a.n_heads / a.n_kv_heads;
+    if (nv == 8 && group == 2) return held_values<T, 8, 2>(a, j0, j1, s, o);
+    if (nv == 8 && group == 1) return held_values<T, 8, 1>(a, j0, j1, s, o);
     if (nv == 8) return narrow_values<T, 8>(a, j0, j1, s, o);
     if (nv == 4) return narrow_values<T, 4>(a, j0, j1, s, o);
   }
