@@ -356,8 +356,9 @@ TEST_P(CpuOpsTest, AttentionBf16Kv) {
 
 // Decode over key chunks longer than one block of the register paths (128 keys, rows looked up a
 // block at a time, prefetched 16 keys ahead across the block's end): 2 threads split 1,500 keys
-// into chunks of 188. GQA groups of 1 and 2 at head_dim 128 (8 AVX-512 vectors) and 64 (8 AVX2
-// vectors), a group of 4 (the loops that load the queries per key), paged and not, BF16 and FP8.
+// into chunks of 188. GQA groups of 1 and 2 at head_dim 128 (8 AVX-512 vectors: queries and
+// outputs held in registers), head_dim 64 and a group of 4 (the loops that load them per key),
+// paged and not, BF16, FP8 and F32.
 TEST_P(CpuOpsTest, AttentionDecodeLongChunks) {
   ThreadPool pool(2);
   ThreadPool::ScopedUse use(&pool);

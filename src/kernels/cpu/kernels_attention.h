@@ -397,6 +397,8 @@ void narrow_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, fl
 // being loaded (and stored) once per key. Keys go in blocks of kHeldKeys whose pool rows are
 // looked up once. Each score and output element is computed exactly as above, in the same order.
 constexpr int64_t kHeldAhead = 16, kHeldKeys = 128;
+// The group's G x NV vectors and a key's NV fit in AVX-512's 32 registers; AVX2 (16) would spill.
+constexpr bool kHeldInRegisters = W == 16;
 
 // Pool rows of keys [jb, min(j1, jb + kHeldKeys + kHeldAhead)); returns how many.
 inline int64_t held_rows(const AttnArgs& a, int64_t jb, int64_t j1, int64_t* rows) {
@@ -534,8 +536,8 @@ void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float
   const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
   if constexpr (!std::is_same_v<T, float>) {
     const int64_t group = a.n_heads / a.n_kv_heads;
-    if (nv == 8 && group == 2) return held_scores<T, 8, 2>(a, qi, j0, j1, s);
-    if (nv == 8 && group == 1) return held_scores<T, 8, 1>(a, qi, j0, j1, s);
+    if (kHeldInRegisters && nv == 8 && group == 2) return held_scores<T, 8, 2>(a, qi, j0, j1, s);
+    if (kHeldInRegisters && nv == 8 && group == 1) return held_scores<T, 8, 1>(a, qi, j0, j1, s);
     if (nv == 8) return narrow_scores<T, 8>(a, qi, j0, j1, s);
     if (nv == 4) return narrow_scores<T, 4>(a, qi, j0, j1, s);
   }
@@ -548,8 +550,8 @@ void kv_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float*
   const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
   if constexpr (!std::is_same_v<T, float>) {
     const int64_t group = a.n_heads / a.n_kv_heads;
-    if (nv == 8 && group == 2) return held_values<T, 8, 2>(a, j0, j1, s, o);
-    if (nv == 8 && group == 1) return held_values<T, 8, 1>(a, j0, j1, s, o);
+    if (kHeldInRegisters && nv == 8 && group == 2) return held_values<T, 8, 2>(a, j0, j1, s, o);
+    if (kHeldInRegisters && nv == 8 && group == 1) return held_values<T, 8, 1>(a, j0, j1, s, o);
     if (nv == 8) return narrow_values<T, 8>(a, j0, j1, s, o);
     if (nv == 4) return narrow_values<T, 4>(a, j0, j1, s, o);
   }
