@@ -4,6 +4,7 @@
 //         accumulates in f64, so the whole difference is ours)
 //   bf16: + 6 * 2^-8 * sqrt(2/3) * sqrt(sum_k (x_k w_k)^2) for each operand rounded to bf16
 //         (relative rounding error uniform in +-2^-8, independent across k: a 6 sigma bound)
+#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -396,6 +397,46 @@ TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {
   check_attention(70, 90, 3, 1, 128, false, 0, 0);
 }
 
+// Bidirectional attention over inputs far from 1 in both directions, and with a NaN. On an
+// AVX512-FP16 CPU the bf16 paths take the fp16 tile (kernels_avx512_fp16.cc), whose inputs and sums
+// leave fp16's range (6e-8 .. 65504) unless the driver scales q, k and v by powers of two first
+// (cpu_attention.cc): queries up to 2e5 against keys down to 2e-5 (and the reverse; the scores are
+// those of the other cases), values up to 3e4 (a sum of 64 would overflow) and down to 3e-5.
+TEST_P(CpuOpsTest, AttentionWideRangeInputs) {
+  const int64_t n = 150, heads = 2, hd = 64, w = heads * hd;
+  for (const float vscale : {3e4f, 3e-5f}) {
+    for (const float qscale : {1.0f, 1e5f, 1e-4f}) {
+      SCOPED_TRACE(testing::Message() << "|v| up to " << vscale << ", q times " << qscale << ", k over it");
+      auto q = random_vec(n * w, 51, -2.0f * qscale, 2.0f * qscale);
+      auto k = random_vec(n * w, 52, -2.0f / qscale, 2.0f / qscale);
+      auto v = random_vec(n * w, 53, -vscale, vscale);
+      AttentionParams p;
+      p.n_q = p.n_kv = n;
+      p.n_heads = p.n_kv_heads = heads;
+      p.head_dim = hd;
+      p.q_stride = p.kv_stride = p.out_stride = w;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      std::vector<float> out(n * w, NAN), outr(n * w);
+      ops_->attention(hv(q, n, w), hv(k, n, w), hv(v, n, w), hv(out, n, w), p);
+      ref_->attention(hv(q, n, w), hv(k, n, w), hv(v, n, w), hv(outr, n, w), p);
+      // check_attention's bounds, relative to the values' magnitude (outputs are convex combinations).
+      const double tol = (bf16() ? 1.5e-2 : 2e-5) * vscale;
+      int bad = 0;
+      for (size_t i = 0; i < out.size() && bad < 5; ++i)
+        if (!(std::fabs(static_cast<double>(out[i]) - outr[i]) <= tol)) {
+          ++bad;
+          ADD_FAILURE() << "out[" << i << "] = " << out[i] << " ref " << outr[i];
+        }
+      // A NaN value reaches the outputs of its head as it does in the oracle, on every path.
+      v[7 * w + hd + 3] = NAN;
+      ops_->attention(hv(q, n, w), hv(k, n, w), hv(v, n, w), hv(out, n, w), p);
+      ref_->attention(hv(q, n, w), hv(k, n, w), hv(v, n, w), hv(outr, n, w), p);
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_EQ(std::isnan(out[i]), std::isnan(outr[i])) << "out[" << i << "] = " << out[i] << " ref " << outr[i];
+    }
+  }
+}
+
 TEST_P(CpuOpsTest, AttentionOddHeadDims) {
   check_attention(40, 40, 3, 3, 36, false, 0, 1);
   check_attention(35, 50, 2, 1, 18, true, 15, 0);
@@ -698,6 +739,20 @@ TEST_P(CpuMathTest, Bf16RoundingMatchesScalar) {
     for (int64_t i = 0; i < n; ++i)
       EXPECT_EQ(y[i], f32_to_bf16(x[i])) << std::hex << "bits 0x" << bits[i] << " (n = " << std::dec << n << ")";
     EXPECT_EQ(y[n], 0xabcd) << "wrote past n = " << n;
+  }
+}
+
+// The AVX-512 tables carry the fp16 attention tile exactly where the CPU has AVX512-FP16 (CPUID
+// leaf 7, EDX bit 23), so on such a CPU the bf16 attention cases above run it; the others have none.
+TEST(CpuBackends, Fp16AttentionTileWhereTheCpuHasIt) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool fp16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 23)) != 0;
+  for (CpuIsa isa : kAllCpuIsas) {
+    if (!cpu_isa_supported(isa)) continue;
+    const cpu::KernelTable* t = cpu_kernel_table(isa);
+    const bool avx512 = isa == CpuIsa::kAvx512 || isa == CpuIsa::kAvx512Vnni || isa == CpuIsa::kAvx512Bf16;
+    EXPECT_EQ(t->attn_tile_f16 != nullptr, avx512 && fp16) << cpu_isa_name(isa);
+    EXPECT_EQ(t->attn_pack_f16 != nullptr, avx512 && fp16) << cpu_isa_name(isa);
   }
 }
 

@@ -3,7 +3,9 @@
 // verification rows take the per-row path (keys split into chunks, merged per row); prompt rows and
 // the vision encoders take the tiles, on f32 FMA or on vdpbf16ps.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_driver.h"
@@ -11,8 +13,105 @@
 
 namespace locr::kernels::cpu {
 
-void attention(const KernelTable& t, bool dot_tile, const float* q, const void* k_rows, const void* v_rows, float* out,
-               const AttentionParams& p) {
+namespace {
+
+// The smallest power of two 2^e with x * 2^e in [2^(top - 1), 2^top) (1 for x = 0); false when e
+// would leave [-60, 60] (magnitudes no activation has: the caller then takes another tile).
+bool pow2_scale(float x, int top, float* scale) {
+  if (x == 0.0f) {
+    *scale = 1.0f;
+    return true;
+  }
+  int e = 0;
+  std::frexp(x, &e);  // x in [2^(e - 1), 2^e)
+  if (top - e < -60 || top - e > 60) return false;
+  *scale = std::ldexp(1.0f, top - e);
+  return true;
+}
+
+// The bidirectional tiles on fp16 products (t.attn_tile_f16: head_dim a multiple of 32 up to 128,
+// F32 rows, no block table). First the largest |q|, |k| and |v| of the call give powers of two that
+// keep every fp16 sum in range (kernels_avx512_fp16.cc); false, with nothing written, when an input
+// is not finite or out of those scales' reach (the caller then takes the f32 or bf16 tiles, which
+// propagate NaN and infinity as they always have).
+bool attention_f16(const KernelTable& t, const float* q, const float* k, const float* v, float* out,
+                   const AttentionParams& p) {
+  ThreadPool& pool = ThreadPool::global();
+  const int64_t hd = p.head_dim, qw = p.n_heads * hd, kw = p.n_kv_heads * hd;
+  // max |q|, max |k|, max |v|, per thread then together (NaN where one is not finite).
+  auto fold = [](float& acc, float m) { acc = std::isnan(m) || std::isnan(acc) ? NAN : std::max(acc, m); };
+  std::vector<float> part(static_cast<size_t>(3 * pool.size()), 0.0f);
+  pool.parallel_for(std::max(p.n_q, p.n_kv), 64, [&](int64_t b, int64_t e, int thread) {
+    float* r = part.data() + 3 * thread;
+    if (b < p.n_q) fold(r[0], t.absmax_rows(q, p.q_stride, b, std::min(e, p.n_q), qw));
+    if (b < p.n_kv) {
+      fold(r[1], t.absmax_rows(k, p.kv_stride, b, std::min(e, p.n_kv), kw));
+      fold(r[2], t.absmax_rows(v, p.kv_stride, b, std::min(e, p.n_kv), kw));
+    }
+  });
+  float qm = 0, km = 0, vm = 0;
+  for (int i = 0; i < pool.size(); ++i) {
+    fold(qm, part[3 * i]);
+    fold(km, part[3 * i + 1]);
+    fold(vm, part[3 * i + 2]);
+  }
+  if (std::isnan(qm) || std::isnan(km) || std::isnan(vm)) return false;
+  // |q|, |k| < 2^4 (a QK^T sum of at most 128 products < 2^15) and |v| < 2^5 (with P < 2^4 and 64
+  // keys a PV sum < 2^15): fp16 holds 65504.
+  const float qs = p.scale * 1.44269504088896341f;
+  float cq = 1, ck = 1, cv = 1;
+  if (!pow2_scale(qm * qs, 4, &cq) || !pow2_scale(km, 4, &ck) || !pow2_scale(vm, 5, &cv)) return false;
+  AttnArgs a{};
+  a.q = q;
+  a.out = out;
+  a.n_q = p.n_q;
+  a.n_kv = p.n_kv;
+  a.n_heads = p.n_heads;
+  a.n_kv_heads = p.n_kv_heads;
+  a.head_dim = hd;
+  a.q_stride = p.q_stride;
+  a.out_stride = p.out_stride;
+  a.scale = p.scale;
+  a.f16_q_scale = qs * cq;
+  a.f16_s_unscale = 1.0f / (cq * ck);  // powers of two: exact
+  a.f16_v_unscale = 1.0f / cv;
+  const int64_t per_head = p.n_kv * hd;
+  auto* kd = static_cast<uint32_t*>(scratch_slot(4).get(static_cast<size_t>(p.n_kv_heads * per_head) * 8 + 64));
+  uint32_t* vd = kd + p.n_kv_heads * per_head;
+  constexpr int64_t kRows = 64;
+  const int64_t chunks = ceil_div(p.n_kv, kRows);
+  pool.parallel_for(p.n_kv_heads * chunks, 1, [&](int64_t b, int64_t e, int) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t kh = task / chunks, j0 = task % chunks * kRows;
+      t.attn_pack_f16(k + kh * hd, v + kh * hd, p.kv_stride, hd, j0, std::min(p.n_kv, j0 + kRows), ck, cv,
+                      kd + kh * per_head, vd + kh * per_head);
+    }
+  });
+  a.kh16 = kd;
+  a.vh16 = vd;
+  const int64_t bq = t.attn_bq, qblocks = ceil_div(p.n_q, bq);
+  const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(t, hd));
+  float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
+  pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
+    for (int64_t task = b; task < e; ++task)
+      t.attn_tile_f16(a, task / qblocks, task % qblocks * bq, sc + per * thread);
+  });
+  return true;
+}
+
+}  // namespace
+
+bool attention_f16_applies(const KernelTable& t, const AttentionParams& p) {
+  return t.attn_tile_f16 != nullptr && t.absmax_rows != nullptr && !p.causal && p.kv_dtype == DType::kF32 && p.block_table == nullptr &&
+         p.head_dim % 32 == 0 && p.head_dim <= 128 && t.attn_bq == 64 && p.n_kv > 0 &&
+         (p.n_q > kAttnRowsMaxQ || p.prompt_rows);  // rows the other tiles would take
+}
+
+void attention(const KernelTable& t, bool dot_tile, bool f16_tile, const float* q, const void* k_rows,
+               const void* v_rows, float* out, const AttentionParams& p) {
+  if (f16_tile && attention_f16_applies(t, p) &&
+      attention_f16(t, q, static_cast<const float*>(k_rows), static_cast<const float*>(v_rows), out, p))
+    return;
   const bool kv_bf16 = p.kv_dtype == DType::kBF16, kv_fp8 = p.kv_dtype == DType::kF8E4M3;
   // Typed views; only the one matching kv_dtype is dereferenced.
   const auto* k = static_cast<const float*>(k_rows);

@@ -55,8 +55,12 @@ inline Scratch& scratch_slot(int i) {
 inline constexpr int64_t kAttnRowsMaxQ = 17;
 
 // Ops::attention on t's kernels (cpu_attention.cc). k and v are the cache's rows in p.kv_dtype;
-// dot_tile: the tiles run on vdpbf16ps (t.attn_tile_bf16) instead of f32 FMA.
-void attention(const KernelTable& t, bool dot_tile, const float* q, const void* k, const void* v, float* out,
-               const AttentionParams& p);
+// dot_tile: the tiles run on vdpbf16ps (t.attn_tile_bf16) instead of f32 FMA; f16_tile: where
+// attention_f16_applies, on fp16 products (t.attn_tile_f16) unless an input is not finite.
+void attention(const KernelTable& t, bool dot_tile, bool f16_tile, const float* q, const void* k, const void* v,
+               float* out, const AttentionParams& p);
+// Whether the fp16 tile can take p: t has it (an AVX512-FP16 CPU), bidirectional, F32 rows without a
+// block table, head_dim a multiple of 32 up to 128.
+bool attention_f16_applies(const KernelTable& t, const AttentionParams& p);
 
 }  // namespace locr::kernels::cpu

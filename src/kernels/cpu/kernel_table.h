@@ -45,6 +45,14 @@ struct AttnArgs {
   const uint16_t* kb;
   const uint16_t* vb;
   int64_t hd_pad, n_kv_pad;
+  // fp16 tiled path only (attn_tile_f16, prepared by the caller): per kv head, K and V rows
+  // [n_kv][head_dim] with each fp16 value twice in a 32-bit word (one broadcast load gives all 32
+  // lanes); kv head kh's start n_kv * head_dim words after kh - 1's. The query
+  // is multiplied by f16_q_scale (scale * log2 e times a power of two) before its fp16 rounding;
+  // scores are the fp16 sums times f16_s_unscale, outputs the fp16 sums times f16_v_unscale.
+  const uint32_t* kh16;
+  const uint32_t* vh16;
+  float f16_q_scale, f16_s_unscale, f16_v_unscale;
 };
 
 // One Gated DeltaNet call (Ops::gated_delta_net) flattened for the ISA files: the activations with
@@ -156,6 +164,16 @@ struct KernelTable {
   void (*attn_tile_bf16)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
   void (*attn_pack_bf16)(const float* k, const float* v, int64_t stride, int64_t head_dim, int64_t hd_pad, int64_t j0,
                          int64_t j1, int64_t n_kv, uint16_t* kb, uint16_t* vb);
+  // AVX-512 tables on a CPU with AVX512-FP16 only (null elsewhere): the tile with its products and
+  // short sums in fp16 (kernels_avx512_fp16.cc), bidirectional, head_dim a multiple of 32 up to 128,
+  // over a.kh16 / a.vh16 of attn_pack_f16, which packs rows [j0, j1) of one kv head (k and v at its
+  // row 0, rows `stride` floats apart) times k_scale and v_scale. Query rows per tile: attn_bq.
+  void (*attn_tile_f16)(const AttnArgs& a, int64_t h, int64_t q0, float* scratch);
+  void (*attn_pack_f16)(const float* k, const float* v, int64_t stride, int64_t head_dim, int64_t j0, int64_t j1,
+                        float k_scale, float v_scale, uint32_t* kd, uint32_t* vd);
+  // With attn_tile_f16: max |x| over rows [r0, r1) (stride floats apart) of width floats, NaN when
+  // one of them is not finite (the driver's ranges for the fp16 tile's scales).
+  float (*absmax_rows)(const float* x, int64_t stride, int64_t r0, int64_t r1, int64_t width);
   // Few-query path (decode): query row i against keys [j0, j1) for all heads; partial results
   // o [n_heads][head_dim], ml [n_heads][2]; scratch n_heads * (j1 - j0) floats. Then combine.
   void (*attn_chunk)(const AttnArgs& a, int64_t i, int64_t j0, int64_t j1, float* o, float* ml, float* scratch);
@@ -189,7 +207,8 @@ struct KernelTable {
 
 inline int64_t attn_tile_scratch(const KernelTable& t, int64_t head_dim) {
   const int64_t hp = (head_dim + 31) / 32 * 32;
-  // QT (hp x bq) + S (bkv x bq) + O (bq x hp) + P pairs + row stats
+  // QT (hp x bq) + S (bkv x bq) + O (bq x hp) + P pairs + row stats. The fp16 tile (64 keys per
+  // block, head_dim <= 128) keeps its fp16 QT (hp x bq / 2) in the S space beyond 64 keys.
   const int64_t bq = t.attn_bq > t.attn_bq_dot ? t.attn_bq : t.attn_bq_dot;
   return hp * bq + 128 * bq + bq * hp + 64 * bq + 8 * bq + 64;
 }
@@ -200,5 +219,7 @@ const KernelTable* kernel_table_avx2_vnni();  // avx2 with AVX-VNNI quantized ke
 const KernelTable* kernel_table_avx512();     // AVX-512F/BW/VL/DQ (+F16C): f32 FMA kernels
 const KernelTable* kernel_table_avx512_vnni();  // avx512 with AVX512_VNNI quantized kernels (512-bit)
 const KernelTable* kernel_table_avx512_bf16();  // avx512-vnni plus AVX512_BF16 dot-product kernels
+// Sets t's attn_tile_f16 / attn_pack_f16 where the CPU has AVX512-FP16 (kernels_avx512_fp16.cc).
+void add_attention_f16(KernelTable& t);
 
 }  // namespace locr::kernels::cpu

@@ -371,6 +371,7 @@ const KernelTable* kernel_table_avx512() {
     k.gemm_q8_0 = q8_0_gemm_zmm;
     k.gemm_q4_k = q4_k_gemm_zmm;
     k.gemm_q6_k = q6_k_gemm_zmm;
+    add_attention_f16(k);  // the avx512-vnni and avx512-bf16 tables copy it
     return k;
   }();
   return &t;
