@@ -1,7 +1,7 @@
 // The CPU backend's attention driver: splits the heads, query blocks or key chunks over the
 // global ThreadPool and hands them to the per-ISA leaf kernels (kernel_table.h). Decode and
 // verification rows take the per-row path (keys split into chunks, merged per row); prompt rows and
-// the vision encoders take the tiles, on f32 FMA or on vdpbf16ps.
+// the vision encoders take the tiles, on f32 FMA, on vdpbf16ps or (bidirectional) on fp16 products.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -15,9 +15,10 @@ namespace locr::kernels::cpu {
 
 namespace {
 
-// The smallest power of two 2^e with x * 2^e in [2^(top - 1), 2^top) (1 for x = 0); false when e
-// would leave [-60, 60] (magnitudes no activation has: the caller then takes another tile).
+// The power of two 2^e with x * 2^e in [2^(top - 1), 2^top) (1 for x = 0); false when x is not
+// finite or e would leave [-60, 60] (magnitudes no activation has: the caller then takes another tile).
 bool pow2_scale(float x, int top, float* scale) {
+  if (!std::isfinite(x)) return false;
   if (x == 0.0f) {
     *scale = 1.0f;
     return true;
