@@ -219,7 +219,8 @@ const KernelTable* kernel_table_avx2_vnni();  // avx2 with AVX-VNNI quantized ke
 const KernelTable* kernel_table_avx512();     // AVX-512F/BW/VL/DQ (+F16C): f32 FMA kernels
 const KernelTable* kernel_table_avx512_vnni();  // avx512 with AVX512_VNNI quantized kernels (512-bit)
 const KernelTable* kernel_table_avx512_bf16();  // avx512-vnni plus AVX512_BF16 dot-product kernels
-// Sets t's attn_tile_f16 / attn_pack_f16 where the CPU has AVX512-FP16 (kernels_avx512_fp16.cc).
+// Sets t's attn_tile_f16, attn_pack_f16 and absmax_rows where the CPU has AVX512-FP16
+// (kernels_avx512_fp16.cc).
 void add_attention_f16(KernelTable& t);
 
 }  // namespace locr::kernels::cpu
