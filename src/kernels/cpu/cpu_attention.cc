@@ -15,6 +15,41 @@ namespace locr::kernels::cpu {
 
 namespace {
 
+// AttnArgs of p over F32 rows q, k, v (k and v interleaved by kv head in their rows) and out; the
+// paths add their own fields.
+AttnArgs args_for(const float* q, const float* k, const float* v, float* out, const AttentionParams& p) {
+  AttnArgs a{};
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.out = out;
+  a.n_q = p.n_q;
+  a.n_kv = p.n_kv;
+  a.n_heads = p.n_heads;
+  a.n_kv_heads = p.n_kv_heads;
+  a.head_dim = p.head_dim;
+  a.q_stride = p.q_stride;
+  a.kv_stride = p.kv_stride;
+  a.out_stride = p.out_stride;
+  a.q_offset = p.q_offset;
+  a.kv_head_stride = p.head_dim;
+  a.scale = p.scale;
+  a.causal = p.causal;
+  return a;
+}
+
+// Every (query head, block of bq query rows) through `tile`, with the per-thread tile scratch.
+void run_tiles(const KernelTable& t, void (*tile)(const AttnArgs&, int64_t, int64_t, float*), int64_t bq,
+               const AttnArgs& a) {
+  ThreadPool& pool = ThreadPool::global();
+  const int64_t qblocks = ceil_div(a.n_q, bq);
+  const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(t, a.head_dim));
+  float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
+  pool.parallel_for(a.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
+    for (int64_t task = b; task < e; ++task) tile(a, task / qblocks, task % qblocks * bq, sc + per * thread);
+  });
+}
+
 // The power of two 2^e with x * 2^e in [2^(top - 1), 2^top) (1 for x = 0); false when x is not
 // finite or e would leave [-60, 60] (magnitudes no activation has: the caller then takes another tile).
 bool pow2_scale(float x, int top, float* scale) {
@@ -62,17 +97,7 @@ bool attention_f16(const KernelTable& t, const float* q, const float* k, const f
   const float qs = p.scale * 1.44269504088896341f;
   float cq = 1, ck = 1, cv = 1;
   if (!pow2_scale(qm * qs, 4, &cq) || !pow2_scale(km, 4, &ck) || !pow2_scale(vm, 5, &cv)) return false;
-  AttnArgs a{};
-  a.q = q;
-  a.out = out;
-  a.n_q = p.n_q;
-  a.n_kv = p.n_kv;
-  a.n_heads = p.n_heads;
-  a.n_kv_heads = p.n_kv_heads;
-  a.head_dim = hd;
-  a.q_stride = p.q_stride;
-  a.out_stride = p.out_stride;
-  a.scale = p.scale;
+  AttnArgs a = args_for(q, k, v, out, p);
   a.f16_q_scale = qs * cq;
   a.f16_s_unscale = 1.0f / (cq * ck);  // powers of two: exact
   a.f16_v_unscale = 1.0f / cv;
@@ -90,21 +115,15 @@ bool attention_f16(const KernelTable& t, const float* q, const float* k, const f
   });
   a.kh16 = kd;
   a.vh16 = vd;
-  const int64_t bq = t.attn_bq, qblocks = ceil_div(p.n_q, bq);
-  const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(t, hd));
-  float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
-  pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
-    for (int64_t task = b; task < e; ++task)
-      t.attn_tile_f16(a, task / qblocks, task % qblocks * bq, sc + per * thread);
-  });
+  run_tiles(t, t.attn_tile_f16, t.attn_bq, a);
   return true;
 }
 
 }  // namespace
 
 bool attention_f16_applies(const KernelTable& t, const AttentionParams& p) {
-  return t.attn_tile_f16 != nullptr && t.absmax_rows != nullptr && !p.causal && p.kv_dtype == DType::kF32 && p.block_table == nullptr &&
-         p.head_dim % 32 == 0 && p.head_dim <= 128 && t.attn_bq == 64 && p.n_kv > 0 &&
+  return t.attn_tile_f16 != nullptr && t.absmax_rows != nullptr && !p.causal && p.kv_dtype == DType::kF32 &&
+         p.block_table == nullptr && p.head_dim % 32 == 0 && p.head_dim <= 128 && t.attn_bq == 64 && p.n_kv > 0 &&
          (p.n_q > kAttnRowsMaxQ || p.prompt_rows);  // rows the other tiles would take
 }
 
@@ -121,23 +140,7 @@ void attention(const KernelTable& t, bool dot_tile, bool f16_tile, const float* 
   const auto* v16 = static_cast<const uint16_t*>(v_rows);
   const auto* k8 = static_cast<const uint8_t*>(k_rows);
   const auto* v8 = static_cast<const uint8_t*>(v_rows);
-  AttnArgs a{};
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.out = out;
-  a.n_q = p.n_q;
-  a.n_kv = p.n_kv;
-  a.n_heads = p.n_heads;
-  a.n_kv_heads = p.n_kv_heads;
-  a.head_dim = p.head_dim;
-  a.q_stride = p.q_stride;
-  a.kv_stride = p.kv_stride;
-  a.out_stride = p.out_stride;
-  a.q_offset = p.q_offset;
-  a.kv_head_stride = p.head_dim;
-  a.scale = p.scale;
-  a.causal = p.causal;
+  AttnArgs a = args_for(q, k, v, out, p);
   a.kv_bf16 = kv_bf16;
   a.kv_fp8 = kv_fp8;
   a.k_scale = p.k_scale;
@@ -248,16 +251,7 @@ void attention(const KernelTable& t, bool dot_tile, bool f16_tile, const float* 
     a.kb = kb;
     a.vb = vb;
   }
-  const int64_t bq = dot_tile ? t.attn_bq_dot : t.attn_bq, qblocks = ceil_div(p.n_q, bq);
-  const size_t per = static_cast<size_t>(cpu::attn_tile_scratch(t, p.head_dim));
-  float* sc = static_cast<float*>(scratch_slot(1).get(per * 4 * pool.size()));
-  const auto tile = dot_tile ? t.attn_tile_bf16 : t.attn_tile;
-  pool.parallel_for(p.n_heads * qblocks, 1, [&](int64_t b, int64_t e, int thread) {
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t h = task / qblocks, qb = task % qblocks;
-      tile(a, h, qb * bq, sc + per * thread);
-    }
-  });
+  run_tiles(t, dot_tile ? t.attn_tile_bf16 : t.attn_tile, dot_tile ? t.attn_bq_dot : t.attn_bq, a);
 }
 
 }  // namespace locr::kernels::cpu
