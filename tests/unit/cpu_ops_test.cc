@@ -402,10 +402,12 @@ TEST_P(CpuOpsTest, AttentionContiguousSingleKvHead) {
 // leave fp16's range (6e-8 .. 65504) unless the driver scales q, k and v by powers of two first
 // (cpu_attention.cc): queries up to 2e5 against keys down to 2e-5 (and the reverse; the scores are
 // those of the other cases), values up to 3e4 (a sum of 64 would overflow) and down to 3e-5.
+// Past 2^60 (queries times 1e20, values of 1e21 or 1e-21) no power of two is taken: the driver
+// hands those calls to the other tiles, which must give the oracle's results as well.
 TEST_P(CpuOpsTest, AttentionWideRangeInputs) {
   const int64_t n = 150, heads = 2, hd = 64, w = heads * hd;
-  for (const float vscale : {3e4f, 3e-5f}) {
-    for (const float qscale : {1.0f, 1e5f, 1e-4f}) {
+  for (const float vscale : {3e4f, 3e-5f, 1e21f, 1e-21f}) {
+    for (const float qscale : {1.0f, 1e5f, 1e-4f, 1e20f}) {
       SCOPED_TRACE(testing::Message() << "|v| up to " << vscale << ", q times " << qscale << ", k over it");
       auto q = random_vec(n * w, 51, -2.0f * qscale, 2.0f * qscale);
       auto k = random_vec(n * w, 52, -2.0f / qscale, 2.0f / qscale);
