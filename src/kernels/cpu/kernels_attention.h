@@ -80,6 +80,41 @@ inline void pv_dispatch(int ir, int64_t jn, const float* vb, int64_t kv_stride, 
   }
 }
 
+// The same product on O transposed (ot [hd][kBQ], one row per dim, queries across the lanes, the
+// layout of S): OT[d0 .. d0+DR) = OT * alpha + V[0..jn)[d0 .. d0+DR)ᵀ · P. Each key broadcasts DR
+// values of V against the QV query vectors of its S row; each output is formed as in pv_rows (the
+// same rescale, the same fused products in key order), so the bits are the same. On AVX2 this is
+// the 4 x 3 register tile, which one Zen 3 core runs nearer its FMA peak than pv_rows' 6 x 2.
+template <int DR>
+inline void pvt_rows(int64_t jn, const float* vb, int64_t kv_stride, const float* s, const float* alpha, float* ot,
+                     int64_t d0) {
+  vf acc[DR][kAttnQV];
+  LOCR_UNROLL for (int r = 0; r < DR; ++r) LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) {
+    acc[r][v] = vload(ot + (d0 + r) * kBQ + v * W);
+    if (alpha) acc[r][v] = vmul(acc[r][v], vload(alpha + v * W));
+  }
+  const float* vr = vb + d0;
+  for (int64_t j = 0; j < jn; ++j, vr += kv_stride) {
+    vf p[kAttnQV];
+    LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) p[v] = vload(s + j * kBQ + v * W);
+    LOCR_UNROLL for (int r = 0; r < DR; ++r) {
+      const vf x = vset1(vr[r]);
+      LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) acc[r][v] = vfma(x, p[v], acc[r][v]);
+    }
+  }
+  LOCR_UNROLL for (int r = 0; r < DR; ++r) LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v)
+    vstore(ot + (d0 + r) * kBQ + v * W, acc[r][v]);
+}
+
+template <int DR = kPvDR>
+inline void pvt_dispatch(int dr, int64_t jn, const float* vb, int64_t kv_stride, const float* s, const float* alpha,
+                         float* ot, int64_t d0) {
+  if constexpr (DR >= 1) {
+    if (dr == DR) return pvt_rows<DR>(jn, vb, kv_stride, s, alpha, ot, d0);
+    pvt_dispatch<DR - 1>(dr, jn, vb, kv_stride, s, alpha, ot, d0);
+  }
+}
+
 // The new running max of each of QV query vectors over scores s[0 .. jn) (rows ld floats apart,
 // vector v at s + v * W) from the old max m[v]; the shift ms its exponentials take (0 while every
 // score so far is masked: no inf - inf) and alpha, the rescale of its earlier sum and output. The
@@ -179,6 +214,32 @@ inline void store_tile_output(const AttnArgs& a, int64_t h, int64_t q0, int nq, 
   }
 }
 
+// store_tile_output for O transposed (ot [hd][kBQ]: one row per dim, queries across the lanes):
+// W x W blocks transposed back to query rows, each times the same reciprocal of its sum.
+template <int QV>
+inline void store_tile_output_t(const AttnArgs& a, int64_t h, int64_t q0, int nq, const float* ot,
+                                const vf (&l)[QV], float* lsum) {
+  const int64_t hd = a.head_dim;
+  LOCR_UNROLL for (int v = 0; v < QV; ++v) vstore(lsum + v * W, l[v]);
+  for (int g = 0; g < nq; g += W)
+    for (int64_t d0 = 0; d0 < hd; d0 += W) {
+      const int n = static_cast<int>(min64(W, hd - d0));
+      vf r[W];
+      LOCR_UNROLL for (int k = 0; k < W; ++k) r[k] = k < n ? vload(ot + (d0 + k) * QV * W + g) : vzero();
+      vtranspose(r);  // r[i]: dims d0 .. d0 + n of query g + i
+      for (int i = 0; i < W && g + i < nq; ++i) {
+        const float sum = lsum[g + i];
+        const vf y = vmul(r[i], vset1(sum > 0 ? 1.0f / sum : 0.0f));
+        float* out = a.out + (q0 + g + i) * a.out_stride + h * hd + d0;
+        if (n == W) {
+          vstore(out, y);
+        } else {
+          vstore_n(out, y, n);
+        }
+      }
+    }
+}
+
 // qt [hd][kBQ]: query rows q (q_stride floats apart, nq of them) times qs, transposed; rows past
 // nq are zeros. Blocks of W rows x W dims go through registers (a scalar loop took ~5% of an AVX2
 // causal prefill tile).
@@ -203,7 +264,7 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
   const int nq = static_cast<int>(min64(kBQ, a.n_q - q0));
   float* qt = scratch;          // [hd][kBQ]
   float* s = qt + hd * kBQ;     // [kBKV][kBQ]
-  float* o = s + kBKV * kBQ;    // [kBQ][hd]
+  float* o = s + kBKV * kBQ;    // [kBQ][hd] ([hd][kBQ] when kPvDR > 0)
   float* alpha = o + kBQ * hd;  // [kBQ]
   float* lsum = alpha + kBQ;    // [kBQ]
   load_q_transposed(a.q + q0 * a.q_stride + h * hd, a.q_stride, nq, hd, a.scale * kLog2e, qt);
@@ -222,6 +283,12 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
     mask_softmax_block(a, q0, j0, s, jn, m, l, alpha);
     // O's rescale by alpha rides on the PV kernel's load of O (none before the first block).
     const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
+    if constexpr (kPvDR > 0) {
+      for (int64_t d0 = 0; d0 < hd; d0 += kPvDR)
+        pvt_dispatch(static_cast<int>(min64(kPvDR, hd - d0)), jn, vb, a.kv_stride, s, j0 > 0 ? alpha : nullptr, o,
+                     d0);
+      continue;
+    }
     for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
       const int dn = static_cast<int>(min64(kPvND * W, hd - d0));
       for (int ii = 0; ii < nq; ii += kPvIR)
@@ -229,7 +296,11 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
                     hd, d0, dn);
     }
   }
-  store_tile_output(a, h, q0, nq, o, hd, l, lsum);
+  if constexpr (kPvDR > 0) {
+    store_tile_output_t(a, h, q0, nq, o, l, lsum);
+  } else {
+    store_tile_output(a, h, q0, nq, o, hd, l, lsum);
+  }
 }
 
 // Keys/values are F32, BF16 (a BF16 KV cache) or FP8 E4M3 (an FP8 one, scaled per row and kv

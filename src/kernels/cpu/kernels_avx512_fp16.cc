@@ -30,7 +30,7 @@
 #include <cpuid.h>
 
 #include "kernels/cpu/simd_avx512.h"
-#include "kernels/cpu/kernels_attention.h"  // block_max, block_prob, load_q_transposed, store_tile_output
+#include "kernels/cpu/kernels_attention.h"  // block_max, block_prob, load_q_transposed, store_tile_output_t
 
 namespace locr::kernels::cpu::avx512fp16 {
 namespace {
@@ -145,24 +145,6 @@ inline void pv_rows_h(int64_t jn, const uint32_t* vd, int64_t hd, const uint16_t
     vstore(op, lo);
     vstore(op + W, hi);
   }
-}
-
-// The tile's output: query row i of OT [hd][64] divided by its softmax sum (l, spilled to lsum),
-// written to query row q0 + i of head h; blocks of 16 queries x 16 dims transposed in registers.
-inline void store_tile_output_t(const AttnArgs& a, int64_t h, int64_t q0, int nq, const float* ot,
-                                const vf (&l)[kAttnQV], float* lsum) {
-  const int64_t hd = a.head_dim;
-  LOCR_UNROLL for (int v = 0; v < kAttnQV; ++v) vstore(lsum + v * W, l[v]);
-  for (int g = 0; g < nq; g += W)
-    for (int64_t d0 = 0; d0 < hd; d0 += W) {
-      vf r[W];
-      LOCR_UNROLL for (int k = 0; k < W; ++k) r[k] = vload(ot + (d0 + k) * kBQ + g);
-      vtranspose(r);  // r[i]: dims d0 .. d0 + 16 of query g + i
-      for (int i = 0; i < W && g + i < nq; ++i) {
-        const float sum = lsum[g + i];
-        vstore(a.out + (q0 + g + i) * a.out_stride + h * hd + d0, vmul(r[i], vset1(sum > 0 ? 1.0f / sum : 0.0f)));
-      }
-    }
 }
 
 void k_attn_tile_f16(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {

@@ -31,6 +31,10 @@ constexpr int kBKV = LOCR_CPU_ATTN_BKV;    // attention: keys per block
 constexpr int kJR = LOCR_CPU_JR;
 constexpr int kPvIR = LOCR_CPU_PV_IR;
 constexpr int kPvND = LOCR_CPU_PV_ND;
+#ifndef LOCR_CPU_PV_DR
+#define LOCR_CPU_PV_DR 0
+#endif
+constexpr int kPvDR = LOCR_CPU_PV_DR;  // > 0: PV on O transposed, kPvDR dims x kAttnQV query vectors
 constexpr float kLog2e = 1.44269504088896341f;
 
 inline float round_bf16_scalar(float f) {
