@@ -359,7 +359,8 @@ TEST_P(CpuOpsTest, AttentionBf16Kv) {
 // block at a time, prefetched 16 keys ahead across the block's end): 2 threads split 1,500 keys
 // into chunks of 188. GQA groups of 1 and 2 at head_dim 128 (8 AVX-512 vectors: queries and
 // outputs held in registers), head_dim 64 and a group of 4 (the loops that load them per key),
-// paged and not, BF16, FP8 and F32.
+// head_dim 256; on AVX2 the split paths of 16 and 32 vectors, groups of 1, 2 and 4; paged and not,
+// BF16, FP8 and F32.
 TEST_P(CpuOpsTest, AttentionDecodeLongChunks) {
   ThreadPool pool(2);
   ThreadPool::ScopedUse use(&pool);
@@ -368,6 +369,10 @@ TEST_P(CpuOpsTest, AttentionDecodeLongChunks) {
     check_attention(1, 1500, 2, 2, 128, true, 1499, 1, 0, dt);
     check_attention(2, 1500, 4, 2, 64, true, 1498, 0, 16, dt);
     check_attention(1, 1500, 8, 2, 128, true, 1499, 0, 32, dt);
+    // head_dim 256 (LightOnOCR-3: groups of 4), and groups of 2 and 1 there (AVX2's split paths).
+    check_attention(1, 700, 8, 2, 256, true, 699, 0, 16, dt);
+    check_attention(2, 300, 4, 2, 256, true, 298, 1, 0, dt);
+    check_attention(1, 150, 2, 2, 256, true, 149, 0, 16, dt);
   }
 }
 

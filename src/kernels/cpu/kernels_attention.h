@@ -544,6 +544,142 @@ void held_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, floa
   }
 }
 
+// The held paths for head dims of more vectors than AVX2's 16 registers hold (128 or 256 dims).
+// Keys go in blocks of kSplitKeys and each block one kv head at a time. Scores: each key head is
+// widened once for its whole GQA group, two vectors at a time, against the group's queries read
+// from L1; the two accumulators of each query head take the even and the odd vectors, as in
+// held_scores. Values: the group's outputs stay in registers kSplitCV<G> vectors of columns at a
+// time over the block's keys (a pass per 64 or 32 bytes of a BF16 value row), loaded and stored
+// once per block instead of once per key. The same products in the same order as above.
+// Memory: while a block is worked on, the next block's rows (every kv head: whole pool rows, in
+// address order) are prefetched into L2 at an even rate; the chunk's first block is fetched
+// before its work starts. Reading a block kv head by kv head straight from DRAM (256 of every
+// 2,048 bytes at a time) ran at well under the streaming rate on a Zen 3.
+constexpr int64_t kSplitKeys = 16;
+// Output vectors per pass: G x CV accumulators, CV values and a probability fit 16 registers.
+template <int G>
+constexpr int kSplitCV = G >= 4 ? 2 : 4;
+
+// Pool rows of keys [jb, min(j1, jb + 2 * kSplitKeys)): this block's and the next one's.
+inline int64_t split_rows(const AttnArgs& a, int64_t jb, int64_t j1, int64_t* rows) {
+  const int64_t n = min64(j1 - jb, 2 * kSplitKeys);
+  for (int64_t t = 0; t < n; ++t) rows[t] = kv_row(a, jb + t);
+  return n;
+}
+
+// Prefetches the lines of rows rows[0 .. n) (each the kv heads' bytes of a pool row) into L2, a
+// few at a time, in address order within each row.
+struct RowPrefetch {
+  const char* x;
+  const int64_t* rows;
+  int64_t n, row_stride, lines, r = 0, l = 0;
+  template <class T>
+  RowPrefetch(const AttnArgs& a, const T* base, const int64_t* rows_, int64_t n_)
+      : x(reinterpret_cast<const char*>(base)), rows(rows_), n(n_),
+        row_stride(a.kv_stride * static_cast<int64_t>(sizeof(T))),
+        lines((((a.n_kv_heads - 1) * a.kv_head_stride + a.head_dim) * static_cast<int64_t>(sizeof(T)) + 63) / 64) {}
+  int64_t total() const { return n * lines; }
+  void run(int64_t k) {
+    for (; k > 0 && r < n; --k) {
+      __builtin_prefetch(x + rows[r] * row_stride + l * 64, 0, 2);
+      if (++l == lines) l = 0, ++r;
+    }
+  }
+};
+
+template <class T, int NV, int G>
+void split_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  static_assert(NV % 2 == 0, "split_scores takes the vectors in pairs");
+  const int64_t hd = NV * W, jn = j1 - j0;
+  const auto* kn = reinterpret_cast<const T*>(a.k);
+  int64_t rows[2 * kSplitKeys];
+  for (int64_t jb = j0; jb < j1; jb += kSplitKeys) {
+    const int64_t nr = split_rows(a, jb, j1, rows), nb = min64(kSplitKeys, j1 - jb);
+    if (jb == j0) RowPrefetch(a, kn, rows, nb).run(INT64_MAX);
+    RowPrefetch next(a, kn, rows + nb, nr - nb);
+    const int64_t per = (next.total() + a.n_kv_heads * nb - 1) / (a.n_kv_heads * nb);
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      const float* q = qi + kh * G * hd;
+      const T* base = kn + kh * a.kv_head_stride;
+      for (int64_t t = 0; t < nb; ++t) {
+        next.run(per);
+        const T* kr = base + rows[t] * a.kv_stride;
+        vf acc[G][2];
+        {
+          const vf k0 = vload_kv(kr), k1 = vload_kv(kr + W);
+          LOCR_UNROLL for (int g = 0; g < G; ++g) {
+            acc[g][0] = vmul(vload(q + g * hd), k0);
+            acc[g][1] = vmul(vload(q + g * hd + W), k1);
+          }
+        }
+        LOCR_UNROLL for (int v = 2; v < NV; v += 2) {
+          const vf k0 = vload_kv(kr + v * W), k1 = vload_kv(kr + (v + 1) * W);
+          LOCR_UNROLL for (int g = 0; g < G; ++g) {
+            acc[g][0] = vfma(vload(q + g * hd + v * W), k0, acc[g][0]);
+            acc[g][1] = vfma(vload(q + g * hd + (v + 1) * W), k1, acc[g][1]);
+          }
+        }
+        const float f = key_factor<T>(a, rows[t], kh);
+        LOCR_UNROLL for (int g = 0; g < G; ++g)
+          s[(kh * G + g) * jn + (jb + t - j0)] = vhsum(vadd(acc[g][0], acc[g][1])) * f;
+      }
+    }
+  }
+}
+
+template <class T, int NV, int G>
+void split_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  constexpr int CV = kSplitCV<G>;
+  static_assert(NV % CV == 0, "split_values takes the columns CV vectors at a time");
+  const int64_t hd = NV * W, jn = j1 - j0;
+  const auto* vn = reinterpret_cast<const T*>(a.v);
+  int64_t rows[2 * kSplitKeys];
+  for (int64_t jb = j0; jb < j1; jb += kSplitKeys) {
+    const int64_t nr = split_rows(a, jb, j1, rows), nb = min64(kSplitKeys, j1 - jb);
+    if (jb == j0) RowPrefetch(a, vn, rows, nb).run(INT64_MAX);
+    RowPrefetch next(a, vn, rows + nb, nr - nb);
+    const int64_t steps = a.n_kv_heads * (NV / CV) * nb, per = (next.total() + steps - 1) / steps;
+    for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
+      const T* base = vn + kh * a.kv_head_stride;
+      const float* sk = s + kh * G * jn + (jb - j0);
+      for (int c0 = 0; c0 < NV; c0 += CV) {
+        vf acc[G][CV];
+        LOCR_UNROLL for (int g = 0; g < G; ++g)
+          LOCR_UNROLL for (int v = 0; v < CV; ++v) acc[g][v] = vload(o + (kh * G + g) * hd + (c0 + v) * W);
+        for (int64_t t = 0; t < nb; ++t) {
+          next.run(per);
+          const T* vr = base + rows[t] * a.kv_stride + c0 * W;
+          vf vv[CV];
+          LOCR_UNROLL for (int v = 0; v < CV; ++v) vv[v] = vload_kv(vr + v * W);
+          LOCR_UNROLL for (int g = 0; g < G; ++g) {
+            const vf p = vset1(value_factor<T>(a, rows[t], kh, sk[g * jn + t]));
+            LOCR_UNROLL for (int v = 0; v < CV; ++v) acc[g][v] = vfma(p, vv[v], acc[g][v]);
+          }
+        }
+        LOCR_UNROLL for (int g = 0; g < G; ++g)
+          LOCR_UNROLL for (int v = 0; v < CV; ++v) vstore(o + (kh * G + g) * hd + (c0 + v) * W, acc[g][v]);
+      }
+    }
+  }
+}
+
+// The split paths for GQA groups of 1, 2 or 4 (LightOnOCR-2: 2 at 128 dims; LightOnOCR-3: 4 at
+// 256); false for other groups.
+template <class T, int NV>
+bool split_scores_for(int64_t group, const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
+  if (group == 1) return split_scores<T, NV, 1>(a, qi, j0, j1, s), true;
+  if (group == 2) return split_scores<T, NV, 2>(a, qi, j0, j1, s), true;
+  if (group == 4) return split_scores<T, NV, 4>(a, qi, j0, j1, s), true;
+  return false;
+}
+template <class T, int NV>
+bool split_values_for(int64_t group, const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float* o) {
+  if (group == 1) return split_values<T, NV, 1>(a, j0, j1, s, o), true;
+  if (group == 2) return split_values<T, NV, 2>(a, j0, j1, s, o), true;
+  if (group == 4) return split_values<T, NV, 4>(a, j0, j1, s, o), true;
+  return false;
+}
+
 // FP8 keys/values of other head dims (up to kFp8WidenMax): each key (value) head is widened once
 // into an f32 buffer on the stack and used by every query head of its GQA group, so the
 // conversion is paid once per kv head, not once per query head.
@@ -600,8 +736,9 @@ void fp8_values_widened(const AttnArgs& a, int64_t j0, int64_t j1, const float* 
 }
 
 // Scores (values) of keys [j0, j1) for one element type: the register paths for head_dim of 4 or
-// 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2) of a BF16 or FP8 cache, FP8 of other head
-// dims widened once per kv head, else the generic loops.
+// 8 vectors (64 / 128 with AVX-512, 32 / 64 with AVX2) of a BF16 or FP8 cache, on AVX2 the split
+// paths for 16 or 32 vectors (128 / 256), FP8 of other head dims widened once per kv head, else
+// the generic loops.
 template <class T>
 void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float* s) {
   const int64_t nv = a.head_dim % W == 0 ? a.head_dim / W : 0;
@@ -609,6 +746,8 @@ void kv_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, float
     const int64_t group = a.n_heads / a.n_kv_heads;
     if (kHeldInRegisters && nv == 8 && group == 2) return held_scores<T, 8, 2>(a, qi, j0, j1, s);
     if (kHeldInRegisters && nv == 8 && group == 1) return held_scores<T, 8, 1>(a, qi, j0, j1, s);
+    if (!kHeldInRegisters && nv == 16 && split_scores_for<T, 16>(group, a, qi, j0, j1, s)) return;
+    if (!kHeldInRegisters && nv == 32 && split_scores_for<T, 32>(group, a, qi, j0, j1, s)) return;
     if (nv == 8) return narrow_scores<T, 8>(a, qi, j0, j1, s);
     if (nv == 4) return narrow_scores<T, 4>(a, qi, j0, j1, s);
   }
@@ -623,6 +762,8 @@ void kv_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, float*
     const int64_t group = a.n_heads / a.n_kv_heads;
     if (kHeldInRegisters && nv == 8 && group == 2) return held_values<T, 8, 2>(a, j0, j1, s, o);
     if (kHeldInRegisters && nv == 8 && group == 1) return held_values<T, 8, 1>(a, j0, j1, s, o);
+    if (!kHeldInRegisters && nv == 16 && split_values_for<T, 16>(group, a, j0, j1, s, o)) return;
+    if (!kHeldInRegisters && nv == 32 && split_values_for<T, 32>(group, a, j0, j1, s, o)) return;
     if (nv == 8) return narrow_values<T, 8>(a, j0, j1, s, o);
     if (nv == 4) return narrow_values<T, 4>(a, j0, j1, s, o);
   }
