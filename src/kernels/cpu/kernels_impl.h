@@ -2,18 +2,21 @@
 // ISA (kernels_generic.cc, kernels_avx2.cc, kernels_avx512.cc), each inside its own namespace
 // LOCR_CPU_NS with internal linkage. No std:: containers or std::function here (see
 // kernel_table.h for why); threading and blocking live in cpu_ops.cc. The kernels live by concern
-// in kernels_elementwise.h, kernels_gemm.h, kernels_attention.h, kernels_qwen35.h and
-// kernels_screen.h; this header gathers them and fills the table entries every ISA shares.
+// in kernels_elementwise.h, kernels_gemm.h, kernels_attention.h, kernels_attention_decode.h,
+// kernels_qwen35.h and kernels_screen.h; this header gathers them and fills the table entries
+// every ISA shares.
 //
 // Before including, a TU defines LOCR_CPU_NS and the tile constants LOCR_CPU_MR (GEMM rows per
 // microkernel), LOCR_CPU_JR (keys per QK^T microkernel), LOCR_CPU_PV_IR / LOCR_CPU_PV_ND (query
-// rows x vectors of head_dim per PV microkernel), and includes its simd_<isa>.h.
+// rows x vectors of head_dim per PV microkernel; LOCR_CPU_PV_DR > 0 instead: dims per PV microkernel
+// on O transposed), and includes its simd_<isa>.h.
 #pragma once
 
 #include "kernels/cpu/kernels_common.h"
 #include "kernels/cpu/kernels_elementwise.h"
 #include "kernels/cpu/kernels_gemm.h"
 #include "kernels/cpu/kernels_attention.h"
+#include "kernels/cpu/kernels_attention_decode.h"
 #include "kernels/cpu/kernels_qwen35.h"
 #include "kernels/cpu/kernels_screen.h"
 
