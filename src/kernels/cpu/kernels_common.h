@@ -1,6 +1,7 @@
 // What every per-ISA leaf kernel header shares (kernels_elementwise.h, kernels_gemm.h,
-// kernels_attention.h, kernels_attention_decode.h, gathered by kernels_impl.h): the tile constants of the including TU's ISA
-// and scalar helpers, in that TU's namespace LOCR_CPU_NS with internal linkage.
+// kernels_attention.h, kernels_attention_decode.h, gathered by kernels_impl.h): the tile
+// constants of the including TU's ISA and scalar helpers, in that TU's namespace LOCR_CPU_NS with
+// internal linkage.
 #pragma once
 
 #include <cmath>
