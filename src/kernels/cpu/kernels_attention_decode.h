@@ -251,11 +251,11 @@ void held_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, floa
   }
 }
 
-// The held paths for head dims of more vectors than AVX2's 16 registers hold (128 or 256 dims).
-// Keys go in blocks of kSplitKeys and each block one kv head at a time. Scores: each key head is
-// widened once for its whole GQA group, two vectors at a time, against the group's queries read
-// from L1; the two accumulators of each query head take the even and the odd vectors, as in
-// held_scores. Values: the group's outputs stay in registers kSplitCV<G> vectors of columns at a
+// The split paths: the held paths for head dims of more vectors than AVX2's 16 registers hold
+// (128 or 256 dims). Keys go in blocks of kSplitKeys and each block one kv head at a time.
+// Scores: each key head is widened once for its whole GQA group, two vectors at a time, against
+// the group's queries read from L1; the two accumulators of each query head take the even and the
+// odd vectors, as in held_scores. Values: the group's outputs stay in registers kSplitCV<G> vectors of columns at a
 // time over the block's keys (a pass per 64 or 32 bytes of a BF16 value row), loaded and stored
 // once per block instead of once per key. The same products in the same order as above.
 // Memory: while a block is worked on, the next block's rows (every kv head: whole pool rows, in
