@@ -283,17 +283,16 @@ void k_attn_tile(const AttnArgs& a, int64_t h, int64_t q0, float* scratch) {
     mask_softmax_block(a, q0, j0, s, jn, m, l, alpha);
     // O's rescale by alpha rides on the PV kernel's load of O (none before the first block).
     const float* vb = a.v + j0 * a.kv_stride + kh * a.kv_head_stride;
+    const float* al = j0 > 0 ? alpha : nullptr;
     if constexpr (kPvDR > 0) {
       for (int64_t d0 = 0; d0 < hd; d0 += kPvDR)
-        pvt_dispatch(static_cast<int>(min64(kPvDR, hd - d0)), jn, vb, a.kv_stride, s, j0 > 0 ? alpha : nullptr, o,
-                     d0);
-      continue;
-    }
-    for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
-      const int dn = static_cast<int>(min64(kPvND * W, hd - d0));
-      for (int ii = 0; ii < nq; ii += kPvIR)
-        pv_dispatch(static_cast<int>(min64(kPvIR, nq - ii)), jn, vb, a.kv_stride, s, j0 > 0 ? alpha : nullptr, ii, o,
-                    hd, d0, dn);
+        pvt_dispatch(static_cast<int>(min64(kPvDR, hd - d0)), jn, vb, a.kv_stride, s, al, o, d0);
+    } else {
+      for (int64_t d0 = 0; d0 < hd; d0 += kPvND * W) {
+        const int dn = static_cast<int>(min64(kPvND * W, hd - d0));
+        for (int ii = 0; ii < nq; ii += kPvIR)
+          pv_dispatch(static_cast<int>(min64(kPvIR, nq - ii)), jn, vb, a.kv_stride, s, al, ii, o, hd, d0, dn);
+      }
     }
   }
   if constexpr (kPvDR > 0) {

@@ -178,9 +178,9 @@ constexpr int64_t kHeldAhead = 16, kHeldKeys = 128;
 // The group's G x NV vectors and a key's NV fit in AVX-512's 32 registers; AVX2 (16) would spill.
 constexpr bool kHeldInRegisters = W == 16;
 
-// Pool rows of keys [jb, min(j1, jb + kHeldKeys + kHeldAhead)); returns how many.
-inline int64_t held_rows(const AttnArgs& a, int64_t jb, int64_t j1, int64_t* rows) {
-  const int64_t n = min64(j1 - jb, kHeldKeys + kHeldAhead);
+// Pool rows of keys [jb, min(j1, jb + n_max)); returns how many.
+inline int64_t held_rows(const AttnArgs& a, int64_t jb, int64_t j1, int64_t n_max, int64_t* rows) {
+  const int64_t n = min64(j1 - jb, n_max);
   for (int64_t t = 0; t < n; ++t) rows[t] = kv_row(a, jb + t);
   return n;
 }
@@ -197,7 +197,7 @@ void held_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, flo
   const auto* kn = reinterpret_cast<const T*>(a.k);
   int64_t rows[kHeldKeys + kHeldAhead];
   for (int64_t jb = j0; jb < j1; jb += kHeldKeys) {
-    const int64_t nr = held_rows(a, jb, j1, rows), nb = min64(kHeldKeys, j1 - jb);
+    const int64_t nr = held_rows(a, jb, j1, kHeldKeys + kHeldAhead, rows), nb = min64(kHeldKeys, j1 - jb);
     for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
       vf q[G][NV];
       LOCR_UNROLL for (int g = 0; g < G; ++g)
@@ -229,7 +229,7 @@ void held_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, floa
   const auto* vn = reinterpret_cast<const T*>(a.v);
   int64_t rows[kHeldKeys + kHeldAhead];
   for (int64_t jb = j0; jb < j1; jb += kHeldKeys) {
-    const int64_t nr = held_rows(a, jb, j1, rows), nb = min64(kHeldKeys, j1 - jb);
+    const int64_t nr = held_rows(a, jb, j1, kHeldKeys + kHeldAhead, rows), nb = min64(kHeldKeys, j1 - jb);
     for (int64_t kh = 0; kh < a.n_kv_heads; ++kh) {
       vf acc[G][NV];
       LOCR_UNROLL for (int g = 0; g < G; ++g)
@@ -267,13 +267,6 @@ constexpr int64_t kSplitKeys = 16;
 template <int G>
 constexpr int kSplitCV = G >= 4 ? 2 : 4;
 
-// Pool rows of keys [jb, min(j1, jb + 2 * kSplitKeys)): this block's and the next one's.
-inline int64_t split_rows(const AttnArgs& a, int64_t jb, int64_t j1, int64_t* rows) {
-  const int64_t n = min64(j1 - jb, 2 * kSplitKeys);
-  for (int64_t t = 0; t < n; ++t) rows[t] = kv_row(a, jb + t);
-  return n;
-}
-
 // Prefetches the lines of rows rows[0 .. n) (each the kv heads' bytes of a pool row) into L2, a
 // few at a time, in address order within each row.
 struct RowPrefetch {
@@ -301,7 +294,8 @@ void split_scores(const AttnArgs& a, const float* qi, int64_t j0, int64_t j1, fl
   const auto* kn = reinterpret_cast<const T*>(a.k);
   int64_t rows[2 * kSplitKeys];
   for (int64_t jb = j0; jb < j1; jb += kSplitKeys) {
-    const int64_t nr = split_rows(a, jb, j1, rows), nb = min64(kSplitKeys, j1 - jb);
+    // This block's pool rows and the next one's.
+    const int64_t nr = held_rows(a, jb, j1, 2 * kSplitKeys, rows), nb = min64(kSplitKeys, j1 - jb);
     if (jb == j0) RowPrefetch(a, kn, rows, nb).run(INT64_MAX);
     RowPrefetch next(a, kn, rows + nb, nr - nb);
     const int64_t per = (next.total() + a.n_kv_heads * nb - 1) / (a.n_kv_heads * nb);
@@ -342,7 +336,8 @@ void split_values(const AttnArgs& a, int64_t j0, int64_t j1, const float* s, flo
   const auto* vn = reinterpret_cast<const T*>(a.v);
   int64_t rows[2 * kSplitKeys];
   for (int64_t jb = j0; jb < j1; jb += kSplitKeys) {
-    const int64_t nr = split_rows(a, jb, j1, rows), nb = min64(kSplitKeys, j1 - jb);
+    // This block's pool rows and the next one's.
+    const int64_t nr = held_rows(a, jb, j1, 2 * kSplitKeys, rows), nb = min64(kSplitKeys, j1 - jb);
     if (jb == j0) RowPrefetch(a, vn, rows, nb).run(INT64_MAX);
     RowPrefetch next(a, vn, rows + nb, nr - nb);
     const int64_t steps = a.n_kv_heads * (NV / CV) * nb, per = (next.total() + steps - 1) / steps;
